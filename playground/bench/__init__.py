@@ -1,0 +1,1 @@
+"""Benchmarks: each module measures ours beside a peer in the same run and prints both."""

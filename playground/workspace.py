@@ -1,0 +1,207 @@
+"""The workspace on disk: `tokenizers/<name>/` and `models/<name>/`, saved atomically.
+
+Layout::
+
+    <root>/tokenizers/<name>/tokenizer.json   HF tokenizers format
+    <root>/tokenizers/<name>/meta.json        corpus, options, vocab size, compression
+    <root>/models/<name>/model.safetensors    weights (never pickled)
+    <root>/models/<name>/config.json          family, model/train config, step, metrics summary
+    <root>/models/<name>/tokenizer.json       absent for image models
+    <root>/models/<name>/metrics.csv          one row per evaluation
+    <root>/cache/                             downloaded corpora
+
+Every entry is written into a hidden temp directory next to its final place and renamed into
+place, so a crash never leaves a half-written entry that lists as valid.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from playground.errors import InvalidNameError, NotFoundError, PlaygroundError
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+MAX_NAME_LENGTH = 64
+KINDS = ("tokenizers", "models")
+REQUIRED_FILES = {"tokenizers": ("tokenizer.json",), "models": ("model.safetensors", "config.json")}
+META_FILES = {"tokenizers": "meta.json", "models": "config.json"}
+
+
+def validate_name(name: str) -> str:
+    """Return `name` if it is a safe entry name, else raise InvalidNameError saying why."""
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidNameError("Give a name: letters, digits, '-', '_' or '.', up to 64 characters.")
+    name = name.strip()
+    if len(name) > MAX_NAME_LENGTH:
+        raise InvalidNameError(f"Name is {len(name)} characters long; use at most {MAX_NAME_LENGTH}.")
+    if "/" in name or "\\" in name or ".." in name:
+        raise InvalidNameError(f"Name {name!r} may not contain '/', '\\' or '..'; use letters, digits, '-', '_', '.'.")
+    if not NAME_PATTERN.match(name):
+        raise InvalidNameError(
+            f"Name {name!r} has characters we do not accept; use letters, digits, '-', '_' or '.', "
+            "starting with a letter or digit."
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One saved tokenizer or model: its name, folder and metadata."""
+
+    kind: str
+    name: str
+    path: Path
+    meta: dict[str, Any]
+
+
+class Workspace:
+    """Lists, saves and loads workspace entries under one root directory."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+
+    # -- paths ---------------------------------------------------------------------------
+    def dir(self, kind: str) -> Path:
+        """The folder of one kind of entry ("tokenizers" or "models")."""
+        if kind not in KINDS:
+            raise PlaygroundError(f"Unknown workspace kind {kind!r}; use one of {KINDS}.")
+        return self.root / kind
+
+    @property
+    def cache_dir(self) -> Path:
+        """Where downloaded corpora are kept."""
+        return self.root / "cache"
+
+    def path(self, kind: str, name: str) -> Path:
+        """Folder of entry `name` (validated), whether or not it exists."""
+        return self.dir(kind) / validate_name(name)
+
+    # -- listing -------------------------------------------------------------------------
+    def list(self, kind: str) -> list[Entry]:
+        """Complete entries of a kind, sorted by name; temp dirs and broken entries are skipped."""
+        folder = self.dir(kind)
+        if not folder.is_dir():
+            return []
+        entries = []
+        for child in sorted(folder.iterdir()):
+            if child.name.startswith(".") or not child.is_dir():
+                continue
+            if not all((child / f).is_file() for f in REQUIRED_FILES[kind]):
+                continue
+            entries.append(Entry(kind, child.name, child, _read_json_or_empty(child / META_FILES[kind])))
+        return entries
+
+    def names(self, kind: str) -> list[str]:
+        """Names of the complete entries of a kind."""
+        return [e.name for e in self.list(kind)]
+
+    def get(self, kind: str, name: str) -> Entry:
+        """One entry, or NotFoundError listing what there is."""
+        path = self.path(kind, name)
+        if not all((path / f).is_file() for f in REQUIRED_FILES[kind]):
+            have = ", ".join(self.names(kind)) or "none yet"
+            raise NotFoundError(f"No {kind[:-1]} named {name!r} in {self.dir(kind).name}/ (have: {have}).")
+        return Entry(kind, path.name, path, _read_json_or_empty(path / META_FILES[kind]))
+
+    def exists(self, kind: str, name: str) -> bool:
+        """Whether a complete entry of that name exists."""
+        path = self.path(kind, name)
+        return all((path / f).is_file() for f in REQUIRED_FILES[kind])
+
+    # -- writing -------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def writing(self, kind: str, name: str, overwrite: bool = False) -> Iterator[Path]:
+        """Yield a temp folder to fill; on normal exit it atomically becomes entry `name`.
+
+        On error the temp folder is removed and any previous entry is left untouched.
+        """
+        final = self.path(kind, name)
+        if final.exists() and not overwrite:
+            raise PlaygroundError(f"A {kind[:-1]} named {final.name!r} already exists; choose another name or overwrite it.")
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
+        try:
+            yield tmp
+            missing = [f for f in REQUIRED_FILES[kind] if not (tmp / f).is_file()]
+            if missing:
+                raise PlaygroundError(f"Internal: entry {final.name!r} is missing {missing}; nothing was saved.")
+            _fsync_dir_files(tmp)
+            _replace_dir(tmp, final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+    def save_tokenizer(self, name: str, tokenizer_json: str, meta: dict[str, Any], overwrite: bool = False) -> Entry:
+        """Save a tokenizer (its tokenizer.json text) and its metadata."""
+        with self.writing("tokenizers", name, overwrite=overwrite) as tmp:
+            (tmp / "tokenizer.json").write_text(tokenizer_json, encoding="utf-8")
+            write_json(tmp / "meta.json", {"name": validate_name(name), **meta})
+        return self.get("tokenizers", name)
+
+    def load_tokenizer(self, name: str):
+        """The saved `tokenizers.Tokenizer` of that name (JSON, never pickled)."""
+        from tokenizers import Tokenizer
+
+        entry = self.get("tokenizers", name)
+        return Tokenizer.from_file(str(entry.path / "tokenizer.json"))
+
+    def delete(self, kind: str, name: str) -> None:
+        """Remove an entry (renamed away first, so a crash never leaves half an entry)."""
+        path = self.get(kind, name).path
+        trash = path.with_name(f".trash-{path.name}-{uuid.uuid4().hex[:8]}")
+        os.replace(path, trash)
+        shutil.rmtree(trash, ignore_errors=True)
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write JSON with a stable layout (sorted keys are not used: order is meaningful)."""
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=_json_default) + "\n", encoding="utf-8")
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "item"):
+        return obj.item()
+    if isinstance(obj, (set, tuple)):
+        return list(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def _read_json_or_empty(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _fsync_dir_files(folder: Path) -> None:
+    for f in folder.iterdir():
+        if f.is_file():
+            with open(f, "rb") as fh:
+                os.fsync(fh.fileno())
+
+
+def _replace_dir(src: Path, dst: Path) -> None:
+    """Move `src` to `dst`; an existing `dst` is swapped out first and then deleted."""
+    if dst.exists():
+        old = dst.with_name(f".old-{dst.name}-{uuid.uuid4().hex[:8]}")
+        os.replace(dst, old)
+        try:
+            os.replace(src, dst)
+        except BaseException:
+            os.replace(old, dst)
+            raise
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(src, dst)
