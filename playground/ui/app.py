@@ -42,8 +42,7 @@ def build_app(settings: Settings) -> gr.Blocks:
                     module.build(ctx)
                 tab_objects.append(tab)
         triggers = [workspace_version.change, app.load, *(t.select for t in tab_objects)]
-        for i, (fn, inputs, outputs) in enumerate(ctx.refreshers):
-            gr.on(triggers, fn, inputs=inputs, outputs=outputs, queue=False, show_progress="hidden",
-                  api_name=f"refresh_{i}_{fn.__name__}")
+        for fn, inputs, outputs, api_name in ctx.refreshers:
+            gr.on(triggers, fn, inputs=inputs, outputs=outputs, queue=False, show_progress="hidden", api_name=api_name)
     app.queue(default_concurrency_limit=settings.caps.max_concurrent_jobs)
     return app

@@ -31,11 +31,17 @@ class AppContext:
     workspace_version: gr.State
     selection: gr.State
     tabs: gr.Tabs
-    refreshers: list[tuple[Callable[..., Any], list[Any], list[Any]]] = field(default_factory=list)
+    refreshers: list[tuple[Callable[..., Any], list[Any], list[Any], str]] = field(default_factory=list)
 
-    def on_workspace_change(self, fn: Callable[..., Any], inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
-        """Run `fn(*inputs)` into `outputs` whenever the workspace may have changed."""
-        self.refreshers.append((fn, list(inputs), list(outputs)))
+    def on_workspace_change(
+        self, fn: Callable[..., Any], inputs: Sequence[Any], outputs: Sequence[Any], api_name: str | None = None
+    ) -> None:
+        """Run `fn(*inputs)` into `outputs` whenever the workspace may have changed.
+
+        The endpoint is exposed as `/refresh_<api_name>` (default: the function's name).
+        """
+        name = api_name or (fn.__name__ if fn.__name__.isidentifier() else f"{len(self.refreshers)}")
+        self.refreshers.append((fn, list(inputs), list(outputs), f"refresh_{name}"))
 
     @property
     def heavy_limit(self) -> int:

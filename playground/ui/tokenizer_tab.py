@@ -10,4 +10,4 @@ def build(ctx: AppContext) -> None:
     """Lay out the Tokenizer tab."""
     gr.Markdown("Build a BPE tokenizer on a corpus and look inside it.")
     saved = gr.Dropdown(label="Saved tokenizers", choices=[], interactive=True, elem_id="tokenizer-saved")
-    ctx.on_workspace_change(lambda cur: choices_update(ctx.workspace.names("tokenizers"), cur), [saved], [saved])
+    ctx.on_workspace_change(lambda cur: choices_update(ctx.workspace.names("tokenizers"), cur), [saved], [saved], api_name="tokenizer_saved")

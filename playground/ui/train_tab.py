@@ -10,4 +10,4 @@ def build(ctx: AppContext) -> None:
     """Lay out the Train tab."""
     gr.Markdown("Train a small model from a preset.")
     tokenizer = gr.Dropdown(label="Tokenizer", choices=[], interactive=True, elem_id="train-tokenizer")
-    ctx.on_workspace_change(lambda cur: choices_update(ctx.workspace.names("tokenizers"), cur), [tokenizer], [tokenizer])
+    ctx.on_workspace_change(lambda cur: choices_update(ctx.workspace.names("tokenizers"), cur), [tokenizer], [tokenizer], api_name="train_tokenizers")

@@ -1,0 +1,50 @@
+"""Shared fixtures: a temp workspace and (session-wide) the real app on a free loopback port."""
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture
+def workspace(tmp_path: Path):
+    """An empty workspace in a temp folder."""
+    from playground.workspace import Workspace
+
+    return Workspace(tmp_path / "ws")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class RunningApp:
+    url: str
+    workspace_root: Path
+
+
+@pytest.fixture(scope="session")
+def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp]:
+    """The real app, launched in this process on a free loopback port, over a temp workspace."""
+    from playground.settings import make_settings
+    from playground.ui.app import build_app
+
+    root = tmp_path_factory.mktemp("app-ws")
+    settings = make_settings(root, device="cpu")
+    app = build_app(settings)
+    port = free_port()
+    app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        yield RunningApp(f"http://127.0.0.1:{port}/", root)
+    finally:
+        app.close()
