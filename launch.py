@@ -31,6 +31,12 @@ def parse_auth(items: list[str]) -> list[tuple[str, str]] | None:
     return pairs or None
 
 
+def _max_file_size(settings) -> int | None:
+    """The upload cap in bytes (gradio refuses bigger uploads before they reach a handler)."""
+    mb = settings.caps.max_upload_mb
+    return int(mb * 1024 * 1024) if mb else None
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     from playground.errors import PlaygroundError
@@ -46,14 +52,25 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(str(exc))
     app = build_app(settings)
     auth = parse_auth(args.auth)
-    try:
-        app.launch(server_name=host, server_port=args.port, share=args.share, auth=auth,
-                   max_file_size=f"{settings.caps.max_upload_mb}mb" if settings.caps.max_upload_mb else None)
-    except Exception as exc:  # share link failures must not take the local server down
-        if not args.share:
-            raise
-        print(f"Could not create a public share link ({type(exc).__name__}); serving locally only.", flush=True)
-        app.launch(server_name=host, server_port=args.port, share=False, auth=auth)
+    serve(app, host, args.port, args.share, auth, _max_file_size(settings))
+
+
+def serve(app, host: str, port: int, share: bool, auth, max_file_size: int | None) -> None:
+    """Launch and block. A share link that cannot be made (offline) costs one line, not the server."""
+    import contextlib
+    import io
+
+    captured = io.StringIO()
+    with contextlib.redirect_stdout(captured) if share else contextlib.nullcontext():
+        app.launch(server_name=host, server_port=port, share=share, auth=auth,
+                   max_file_size=max_file_size, prevent_thread_lock=True)
+    if share:
+        for line in captured.getvalue().splitlines():
+            if line.startswith("* Running on"):
+                print(line)
+        if app.share_url is None:
+            print(f"No public share link could be made (offline?); serving locally at {app.local_url}", flush=True)
+    app.block_thread()
 
 
 if __name__ == "__main__":

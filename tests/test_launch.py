@@ -68,3 +68,5 @@ def test_launch_serves_and_share_degrades_offline(tmp_path):
         proc.terminate()
         out, _ = proc.communicate(timeout=30)
     assert "Traceback" not in out
+    assert "No public share link could be made" in out  # one clear line ...
+    assert "Download this file" not in out  # ... instead of gradio's multi-line instructions
