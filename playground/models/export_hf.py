@@ -1,0 +1,127 @@
+"""Export a GPT to Hugging Face ``transformers`` GPT-2 format (GPT2LMHeadModel).
+
+GPT-2 is pre-LN, LayerNorm, learned absolute positions, tied embeddings, a 4-Linear attention
+with fused qkv and a 2-Linear MLP. What maps exactly: learned positions (and sinusoidal /
+none, written as fixed position vectors), ffn gelu (tanh approx., GPT-2's ``gelu_new``),
+gelu_exact and relu, bias=False (written as zero biases), attn_scale on or off. RoPE, ALiBi,
+RMSNorm, post-LN and SwiGLU have no GPT-2 equivalent and are refused.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from playground.errors import ConfigError, PlaygroundError
+from playground.models.gpt import GPT, GPTConfig
+
+HF_ACTIVATION = {"gelu": "gelu_new", "gelu_exact": "gelu", "relu": "relu"}
+EOS_CANDIDATES = ("<|endoftext|>", "<eos>", "</s>", "[EOS]")
+
+
+def check_gpt2_compatible(config: GPTConfig) -> None:
+    """Raise ConfigError naming every choice GPT-2 cannot express."""
+    problems = []
+    if config.pos_encoding in ("rope", "alibi"):
+        problems.append(f"pos_encoding={config.pos_encoding!r} (GPT-2 has learned absolute positions)")
+    if config.norm != "layernorm":
+        problems.append(f"norm={config.norm!r} (GPT-2 uses LayerNorm)")
+    if config.norm_placement != "pre":
+        problems.append(f"norm_placement={config.norm_placement!r} (GPT-2 is pre-LN)")
+    if config.ffn not in HF_ACTIVATION:
+        problems.append(f"ffn={config.ffn!r} (GPT-2's MLP has one activation, no gate)")
+    if problems:
+        raise ConfigError(
+            "This model cannot be exported to GPT-2 format: " + "; ".join(problems)
+            + ". Train with pos_encoding=learned, norm=layernorm, norm_placement=pre, ffn=gelu to export."
+        )
+
+
+def _hf_config(config: GPTConfig, eos_id: int | None) -> Any:
+    from transformers import GPT2Config
+
+    return GPT2Config(
+        vocab_size=config.vocab_size, n_positions=config.block_size, n_embd=config.d_model,
+        n_layer=config.n_layer, n_head=config.n_head, n_inner=config.d_ff or 4 * config.d_model,
+        activation_function=HF_ACTIVATION[config.ffn], resid_pdrop=config.dropout,
+        embd_pdrop=config.emb_dropout, attn_pdrop=config.attn_dropout, layer_norm_epsilon=1e-5,
+        scale_attn_weights=config.attn_scale, tie_word_embeddings=True,
+        bos_token_id=eos_id, eos_token_id=eos_id,
+    )
+
+
+def gpt2_state_dict(model: GPT) -> dict[str, Tensor]:
+    """Our GPT's weights under GPT-2's names (Conv1D weights are [in, out]: transposed)."""
+    c = model.config
+    D = c.d_model
+
+    def linear(prefix: str, layer: nn.Linear) -> dict[str, Tensor]:
+        bias = layer.bias if layer.bias is not None else torch.zeros(layer.out_features)
+        return {f"{prefix}.weight": layer.weight.T.contiguous(), f"{prefix}.bias": bias}
+
+    def norm(prefix: str, layer: nn.Module) -> dict[str, Tensor]:
+        bias = layer.bias if getattr(layer, "bias", None) is not None else torch.zeros(D)
+        return {f"{prefix}.weight": layer.weight, f"{prefix}.bias": bias}
+
+    if model.pos_emb is not None:
+        wpe = model.pos_emb.weight
+    else:  # no positional encoding: zero position vectors
+        wpe = torch.zeros(c.block_size, D)
+    sd: dict[str, Tensor] = {
+        "transformer.wte.weight": model.tok_emb.weight,
+        "transformer.wpe.weight": wpe,
+        "lm_head.weight": model.tok_emb.weight,
+    }
+    for i, block in enumerate(model.blocks):
+        p = f"transformer.h.{i}"
+        sd |= norm(f"{p}.ln_1", block.ln1) | norm(f"{p}.ln_2", block.ln2)
+        sd |= linear(f"{p}.attn.c_attn", block.attn.qkv) | linear(f"{p}.attn.c_proj", block.attn.out_proj)
+        sd |= linear(f"{p}.mlp.c_fc", block.mlp.fc) | linear(f"{p}.mlp.c_proj", block.mlp.proj)
+    sd |= norm("transformer.ln_f", model.ln_f)
+    return {k: v.detach().float().cpu().contiguous() for k, v in sd.items()}
+
+
+def _eos_id(tokenizer: Any | None) -> tuple[int | None, str | None]:
+    if tokenizer is None:
+        return None, None
+    for tok in EOS_CANDIDATES:
+        idx = tokenizer.token_to_id(tok)
+        if idx is not None:
+            return idx, tok
+    return None, None
+
+
+def export_hf_gpt2(model: nn.Module, config: GPTConfig, out_dir: str | Path, tokenizer: Any | None = None) -> Path:
+    """Write ``model`` as a transformers GPT2LMHeadModel into ``out_dir`` (config.json +
+    model.safetensors; tokenizer.json + tokenizer_config.json when a tokenizers.Tokenizer is
+    given). Returns out_dir. Load with ``GPT2LMHeadModel.from_pretrained(out_dir)``."""
+    if not isinstance(model, GPT) or not isinstance(config, GPTConfig):
+        raise ConfigError("Only GPT models can be exported to GPT-2 format.")
+    check_gpt2_compatible(config)
+    try:
+        from transformers import GPT2LMHeadModel
+    except ImportError as exc:  # pragma: no cover - transformers is a project dependency
+        raise PlaygroundError("Exporting needs the `transformers` package: pip install transformers.") from exc
+
+    eos_id, eos_token = _eos_id(tokenizer)
+    hf = GPT2LMHeadModel(_hf_config(config, eos_id))
+    missing, unexpected = hf.load_state_dict(gpt2_state_dict(model), strict=False)
+    missing = [k for k in missing if not k.endswith((".attn.bias", ".attn.masked_bias"))]
+    if missing or unexpected:  # a transformers version with other names
+        raise PlaygroundError(f"GPT-2 export does not match this transformers version (missing {missing[:3]}, "
+                              f"unexpected {unexpected[:3]}); report this with the transformers version.")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    hf.save_pretrained(out)
+    if tokenizer is not None:
+        (out / "tokenizer.json").write_text(tokenizer.to_str(), encoding="utf-8")
+        tok_config: dict[str, Any] = {"tokenizer_class": "PreTrainedTokenizerFast",
+                                      "model_max_length": config.block_size}
+        if eos_token is not None:
+            tok_config |= {"eos_token": eos_token, "bos_token": eos_token}
+        (out / "tokenizer_config.json").write_text(json.dumps(tok_config, indent=2), encoding="utf-8")
+    return out

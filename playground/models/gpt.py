@@ -1,0 +1,93 @@
+"""GPT: a NanoGPT-style decoder-only transformer with a tied LM head and a KV cache."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch import Tensor, nn
+
+from playground.errors import PlaygroundError
+from playground.models.attention import KVCache, assign_attention_names
+from playground.models.base import ModelBase, ModelConfig, init_transformer_weights
+from playground.models.layers import EncoderBlock, block_options, check_block_options, final_norm
+from playground.models.positional import ADDITIVE, POS_ENCODINGS, PositionalEmbedding, Rotary
+
+
+@dataclass
+class GPTConfig(ModelConfig):
+    """GPT hyper-parameters. The defaults with pos_encoding="learned", norm="layernorm",
+    norm_placement="pre", ffn="gelu", bias=True are GPT-2's choices (exportable to HF)."""
+
+    vocab_size: int = 256
+    block_size: int = 128  # longest context (positions)
+    n_layer: int = 4
+    n_head: int = 4
+    d_model: int = 128
+    dropout: float = 0.0  # on the residual branches
+    bias: bool = True  # biases in Linear layers and LayerNorm
+    pos_encoding: str = "learned"  # learned | sinusoidal | rope | alibi | none
+    norm: str = "layernorm"  # layernorm | rmsnorm
+    norm_placement: str = "pre"  # pre | post
+    ffn: str = "gelu"  # gelu (tanh approx.) | gelu_exact | relu | swiglu
+    attn_scale: bool = True  # divide scores by sqrt(d_k)
+    d_ff: int = 0  # FFN hidden size; 0 = 4 * d_model
+    attn_dropout: float = 0.0  # on the attention weights
+    emb_dropout: float = 0.0  # on token + position embeddings
+
+    def __post_init__(self) -> None:
+        self._check_positive("vocab_size", "block_size", "n_layer", "n_head", "d_model")
+        check_block_options(self, self.d_model, self.n_head, POS_ENCODINGS)
+
+
+class GPT(ModelBase):
+    """Decoder-only transformer. ``model(idx [B,T], cache) -> logits [B,T,V]``.
+
+    Submodules: tok_emb, pos_emb (learned/sinusoidal, else None), blocks.{i} (ln1, attn, ln2,
+    mlp), ln_f (Identity when post-LN), lm_head (weight tied to tok_emb).
+    """
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.config = c = config
+        self.tok_emb = nn.Embedding(c.vocab_size, c.d_model)
+        self.pos_emb = PositionalEmbedding(c.pos_encoding, c.block_size, c.d_model) if c.pos_encoding in ADDITIVE else None
+        rotary = Rotary(c.d_model // c.n_head, c.block_size) if c.pos_encoding == "rope" else None
+        self.drop = nn.Dropout(c.emb_dropout)
+        self.blocks = nn.ModuleList(
+            EncoderBlock(c.d_model, c.n_head, causal=True, **block_options(c, c.d_model, rotary))
+            for _ in range(c.n_layer)
+        )
+        self.ln_f = final_norm(c, c.d_model)
+        self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)
+        init_transformer_weights(self, 2 * c.n_layer)
+        self.lm_head.weight = self.tok_emb.weight  # tied
+        assign_attention_names(self)
+
+    def new_cache(self) -> KVCache:
+        """An empty KV cache for incremental decoding (up to block_size positions)."""
+        return KVCache(self.config.n_layer, self.config.block_size)
+
+    def forward(self, idx: Tensor, cache: KVCache | None = None, last_only: bool = False) -> Tensor:
+        """idx [B,T] -> logits [B,T,V] ([B,1,V] with last_only).
+
+        With a cache, positions continue from ``cache.length`` and the cache is extended in place.
+        """
+        B, T = idx.shape
+        offset = cache.length if cache is not None else 0
+        if offset + T > self.config.block_size:
+            raise PlaygroundError(
+                f"{offset + T} tokens do not fit the model's context of {self.config.block_size}; "
+                "crop the prompt or start a new cache."
+            )
+        x = self.tok_emb(idx)  # [B,T,D]
+        if self.pos_emb is not None:
+            x = x + self.pos_emb(T, offset)
+        x = self.drop(x)
+        for i, block in enumerate(self.blocks):
+            x = block(x, cache=cache, layer=i, offset=offset)
+        if cache is not None:
+            cache.length = offset + T
+        x = self.ln_f(x)
+        if last_only:
+            x = x[:, -1:]
+        return self.lm_head(x)  # [B,T,V]

@@ -1,0 +1,174 @@
+"""Transformer building blocks selectable by config: LayerNorm / RMSNorm, pre-LN / post-LN,
+FFN ReLU / GELU / SwiGLU, dropout on attention weights and residual branches."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from playground.errors import ConfigError
+from playground.models.attention import KVCache, MultiHeadAttention
+from playground.models.positional import Rotary
+
+NORMS = ("layernorm", "rmsnorm")
+NORM_PLACEMENTS = ("pre", "post")
+FFNS = ("gelu", "gelu_exact", "relu", "swiglu")
+
+
+def make_norm(kind: str, d_model: int, bias: bool = True) -> nn.Module:
+    """LayerNorm (eps 1e-5, optional bias) or RMSNorm (eps 1e-6)."""
+    if kind == "layernorm":
+        return nn.LayerNorm(d_model, eps=1e-5, bias=bias)
+    if kind == "rmsnorm":
+        return nn.RMSNorm(d_model, eps=1e-6)
+    raise ValueError(f"unknown norm {kind!r}; choose one of {NORMS}")
+
+
+class FeedForward(nn.Module):
+    """Position-wise FFN: proj(act(fc(x))). ``gelu`` is the tanh approximation (GPT-2's
+    gelu_new), ``gelu_exact`` the erf form; ``swiglu``: fc gives [gate, up], act = silu(gate) * up."""
+
+    def __init__(self, d_model: int, d_ff: int, kind: str = "gelu", bias: bool = True) -> None:
+        super().__init__()
+        if kind not in FFNS:
+            raise ValueError(f"unknown ffn {kind!r}; choose one of {FFNS}")
+        self.kind = kind
+        self.fc = nn.Linear(d_model, 2 * d_ff if kind == "swiglu" else d_ff, bias=bias)
+        self.proj = nn.Linear(d_ff, d_model, bias=bias)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.fc(x)  # [B,T,F] (swiglu: [B,T,2F])
+        if self.kind == "gelu":
+            h = F.gelu(h, approximate="tanh")
+        elif self.kind == "gelu_exact":
+            h = F.gelu(h)
+        elif self.kind == "relu":
+            h = F.relu(h)
+        else:
+            gate, up = h.chunk(2, dim=-1)
+            h = F.silu(gate) * up
+        return self.proj(h)
+
+
+def check_block_options(cfg: Any, d_model: int, n_head: int, pos_encodings: tuple[str, ...]) -> None:
+    """Validate the transformer fields every family config shares (raises ConfigError)."""
+    cfg._check_choice("pos_encoding", pos_encodings)
+    cfg._check_choice("norm", NORMS)
+    cfg._check_choice("norm_placement", NORM_PLACEMENTS)
+    cfg._check_choice("ffn", FFNS)
+    cfg._check_heads(d_model, n_head)
+    cfg._check_dropouts("dropout", "attn_dropout", "emb_dropout")
+    if cfg.d_ff < 0:
+        raise ConfigError(f"{type(cfg).__name__}.d_ff must be >= 0 (0 = 4 x d_model), got {cfg.d_ff}.")
+    if cfg.pos_encoding == "rope" and (d_model // n_head) % 2:
+        raise ConfigError(f"RoPE needs an even head size; d_model / n_head = {d_model // n_head}.")
+    if cfg.pos_encoding == "sinusoidal" and d_model % 2:
+        raise ConfigError(f"Sinusoidal positions need an even d_model, got {d_model}.")
+
+
+def block_options(cfg: Any, d_model: int, rotary: Rotary | None) -> dict[str, Any]:
+    """Keyword arguments for EncoderBlock/DecoderBlock from a family config's shared fields
+    (d_ff = 0 means 4 x d_model)."""
+    return dict(
+        d_ff=cfg.d_ff or 4 * d_model, norm=cfg.norm, norm_placement=cfg.norm_placement, ffn=cfg.ffn,
+        bias=cfg.bias, dropout=cfg.dropout, attn_dropout=cfg.attn_dropout, scale=cfg.attn_scale,
+        rotary=rotary, alibi=cfg.pos_encoding == "alibi",
+    )
+
+
+def final_norm(cfg: Any, d_model: int) -> nn.Module:
+    """The norm after the last block: needed with pre-LN, Identity with post-LN (already normalised)."""
+    return make_norm(cfg.norm, d_model, cfg.bias) if cfg.norm_placement == "pre" else nn.Identity()
+
+
+class _Block(nn.Module):
+    """Residual wiring shared by the blocks. Pre-LN: x + drop(f(norm(x))); post-LN: norm(x + drop(f(x)))."""
+
+    def _init_residual(self, norm_placement: str, dropout: float) -> None:
+        self.pre = norm_placement == "pre"
+        self.dropout = dropout
+
+    def _sublayer(self, x: Tensor, norm: nn.Module, f: Callable[[Tensor], Tensor]) -> Tensor:
+        h = f(norm(x) if self.pre else x)
+        if self.training and self.dropout:  # no call at all on the decode hot path
+            h = F.dropout(h, self.dropout, training=True)
+        return x + h if self.pre else norm(x + h)
+
+
+class EncoderBlock(_Block):
+    """Self-attention + FFN (GPT with causal=True, ViT and the seq2seq encoder with causal=False).
+
+    Submodules: ln1, attn, ln2, mlp. Biases: ``attn_bias`` / ``ffn_bias`` / ``norm_bias``
+    default to ``bias``.
+    """
+
+    def __init__(self, d_model: int, n_head: int, d_ff: int, *, causal: bool = False,
+                 norm: str = "layernorm", norm_placement: str = "pre", ffn: str = "gelu",
+                 bias: bool = True, attn_bias: bool | None = None, ffn_bias: bool | None = None,
+                 norm_bias: bool | None = None, dropout: float = 0.0, attn_dropout: float = 0.0,
+                 scale: bool = True, rotary: Rotary | None = None, alibi: bool = False) -> None:
+        super().__init__()
+        attn_bias = bias if attn_bias is None else attn_bias
+        ffn_bias = bias if ffn_bias is None else ffn_bias
+        norm_bias = bias if norm_bias is None else norm_bias
+        self.ln1 = make_norm(norm, d_model, norm_bias)
+        self.attn = MultiHeadAttention(d_model, n_head, causal=causal, bias=attn_bias,
+                                       dropout=attn_dropout, scale=scale, rotary=rotary, alibi=alibi)
+        self.ln2 = make_norm(norm, d_model, norm_bias)
+        self.mlp = FeedForward(d_model, d_ff, ffn, ffn_bias)
+        self._init_residual(norm_placement, dropout)
+
+    def forward(self, x: Tensor, key_mask: Tensor | None = None, cache: KVCache | None = None,
+                layer: int = 0, offset: int = 0) -> Tensor:
+        """x [B,T,D] -> [B,T,D]."""
+        def attend(h: Tensor) -> Tensor:
+            return self.attn(h, key_mask=key_mask, cache=cache, layer=layer, offset=offset)[0]
+
+        x = self._sublayer(x, self.ln1, attend)
+        return self._sublayer(x, self.ln2, self.mlp)
+
+
+class DecoderBlock(_Block):
+    """Causal self-attention + cross-attention + FFN (Vaswani decoder layer).
+
+    Submodules: ln1, self_attn, ln2, cross_attn, ln3, mlp.
+    """
+
+    def __init__(self, d_model: int, n_head: int, d_ff: int, *, norm: str = "layernorm",
+                 norm_placement: str = "post", ffn: str = "relu", bias: bool = True,
+                 dropout: float = 0.0, attn_dropout: float = 0.0, scale: bool = True,
+                 rotary: Rotary | None = None, alibi: bool = False) -> None:
+        super().__init__()
+        self.ln1 = make_norm(norm, d_model, bias)
+        self.self_attn = MultiHeadAttention(d_model, n_head, causal=True, bias=bias, dropout=attn_dropout,
+                                            scale=scale, rotary=rotary, alibi=alibi)
+        self.ln2 = make_norm(norm, d_model, bias)
+        self.cross_attn = MultiHeadAttention(d_model, n_head, cross=True, bias=bias,
+                                             dropout=attn_dropout, scale=scale)
+        self.ln3 = make_norm(norm, d_model, bias)
+        self.mlp = FeedForward(d_model, d_ff, ffn, bias)
+        self._init_residual(norm_placement, dropout)
+
+    def forward(self, x: Tensor, memory: Tensor | None, memory_mask: Tensor | None,
+                tgt_mask: Tensor | None = None, self_cache: KVCache | None = None,
+                cross_cache: KVCache | None = None, layer: int = 0, offset: int = 0,
+                need_cross_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+        """x [B,T,D], memory [B,S,D] (may be None when cross_cache holds its keys/values)
+        -> (x [B,T,D], cross-attention weights [B,H,T,S] if asked, else None)."""
+        def self_attend(h: Tensor) -> Tensor:
+            return self.self_attn(h, key_mask=tgt_mask, cache=self_cache, layer=layer, offset=offset)[0]
+
+        cross_weights: Tensor | None = None
+
+        def cross_attend(h: Tensor) -> Tensor:
+            nonlocal cross_weights
+            out, cross_weights = self.cross_attn(h, context=memory, key_mask=memory_mask, cache=cross_cache,
+                                                 layer=layer, offset=offset, need_weights=need_cross_weights)
+            return out
+
+        x = self._sublayer(x, self.ln1, self_attend)
+        x = self._sublayer(x, self.ln2, cross_attend)
+        return self._sublayer(x, self.ln3, self.mlp), cross_weights

@@ -1,0 +1,100 @@
+"""Positional encodings: sinusoidal and learned (added to the embeddings), RoPE and ALiBi
+(applied inside attention), or none."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+POS_ENCODINGS = ("none", "sinusoidal", "learned", "rope", "alibi")
+ADDITIVE = ("sinusoidal", "learned")  # added to the token embeddings
+
+
+def sinusoidal_table(n_positions: int, d_model: int, base: float = 10000.0) -> Tensor:
+    """Vaswani et al. 2017: PE[p, 2i] = sin(p / base^(2i/d)), PE[p, 2i+1] = cos(same). [P, D]"""
+    if d_model % 2:
+        raise ValueError("sinusoidal encoding needs an even d_model")
+    pos = torch.arange(n_positions, dtype=torch.float64)[:, None]  # [P, 1]
+    freq = base ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)  # [D/2]
+    angle = pos * freq  # [P, D/2]
+    table = torch.empty(n_positions, d_model, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(angle)
+    table[:, 1::2] = torch.cos(angle)
+    return table.float()
+
+
+def sinusoidal_shift(delta: int, d_model: int, base: float = 10000.0) -> Tensor:
+    """Block-diagonal rotation R(delta) [D, D] with PE[p + delta] = R(delta) @ PE[p] for every p."""
+    freq = base ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    c, s = torch.cos(delta * freq), torch.sin(delta * freq)
+    R = torch.zeros(d_model, d_model, dtype=torch.float64)
+    i = torch.arange(0, d_model, 2)
+    # [sin(a+b), cos(a+b)] = [[cos b, sin b], [-sin b, cos b]] @ [sin a, cos a]
+    R[i, i], R[i, i + 1], R[i + 1, i], R[i + 1, i + 1] = c, s, -s, c
+    return R.float()
+
+
+class PositionalEmbedding(nn.Module):
+    """Additive position vectors for positions [offset, offset + T): learned or sinusoidal."""
+
+    def __init__(self, kind: str, n_positions: int, d_model: int) -> None:
+        super().__init__()
+        self.kind = kind
+        self.n_positions = n_positions
+        if kind == "learned":
+            self.weight = nn.Parameter(torch.zeros(n_positions, d_model))
+            nn.init.normal_(self.weight, std=0.02)
+        elif kind == "sinusoidal":
+            self.register_buffer("weight", sinusoidal_table(n_positions, d_model), persistent=False)
+        else:
+            raise ValueError(f"not an additive positional encoding: {kind}")
+
+    def forward(self, T: int, offset: int = 0) -> Tensor:
+        """[T, D] position vectors."""
+        return self.weight[offset : offset + T]
+
+
+class Rotary(nn.Module):
+    """Rotary position embedding (Su et al. 2021), half-split layout (GPT-NeoX / Llama)."""
+
+    def __init__(self, head_dim: int, n_positions: int, base: float = 10000.0) -> None:
+        super().__init__()
+        if head_dim % 2:
+            raise ValueError("RoPE needs an even head dimension")
+        inv_freq = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+        angle = torch.arange(n_positions, dtype=torch.float64)[:, None] * inv_freq  # [P, hd/2]
+        angle = torch.cat([angle, angle], dim=-1)  # [P, hd]
+        self.register_buffer("cos", angle.cos().float(), persistent=False)
+        self.register_buffer("sin", angle.sin().float(), persistent=False)
+
+    def forward(self, x: Tensor, offset: int = 0) -> Tensor:
+        """Rotate x [B, H, T, hd] as positions offset .. offset + T - 1."""
+        T = x.shape[-2]
+        cos = self.cos[offset : offset + T].to(x.dtype)  # [T, hd]
+        sin = self.sin[offset : offset + T].to(x.dtype)
+        x1, x2 = x.chunk(2, dim=-1)
+        return x * cos + torch.cat([-x2, x1], dim=-1) * sin
+
+
+def alibi_slopes(n_head: int) -> Tensor:
+    """Press et al. 2022: geometric slopes 2^(-8/n), 2^(-16/n), ... (closest power of 2 rule). [H]"""
+
+    def power_of_2(n: int) -> list[float]:
+        start = 2 ** (-(2 ** -(math.log2(n) - 3)))
+        return [start * start**i for i in range(n)]
+
+    if math.log2(n_head).is_integer():
+        slopes = power_of_2(n_head)
+    else:
+        closest = 2 ** math.floor(math.log2(n_head))
+        slopes = power_of_2(closest) + power_of_2(2 * closest)[0::2][: n_head - closest]
+    return torch.tensor(slopes)
+
+
+def alibi_bias(slopes: Tensor, q_pos: Tensor, k_pos: Tensor, causal: bool) -> Tensor:
+    """Additive score bias [H, Q, K]: -slope * distance (|i - j| when bidirectional)."""
+    dist = q_pos[:, None] - k_pos[None, :]  # [Q, K]
+    dist = dist.clamp_min(0) if causal else dist.abs()
+    return -slopes[:, None, None] * dist.to(slopes.dtype)

@@ -1,0 +1,161 @@
+"""RNN encoder-decoder with optional attention (Cho et al. 2014, Sutskever et al. 2014,
+Bahdanau et al. 2015, Luong et al. 2015).
+
+Encoder: embeddings + (bi)GRU/LSTM; a bidirectional encoder uses hidden/2 units per
+direction so its states h_j have the decoder's size. Decoder step i (Bahdanau order):
+  alpha_i = softmax_j score(s_{i-1}, h_j),  c_i = sum_j alpha_ij h_j
+  s_i = RNN([E y_{i-1}; c_i], s_{i-1})
+  logits_i = W_out tanh(W_comb [s_i; c_i; E y_{i-1}])
+With attention "none" c_i is the encoder's final state for every i: the decoder sees only
+that fixed-size summary (the bottleneck baseline); its alignment is reported as zeros.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from playground.errors import ConfigError
+from playground.models.attention import SCORES, ScoredAttention, assign_attention_names, make_score
+from playground.models.base import ModelBase, ModelConfig
+
+CELLS = ("gru", "lstm")
+RNN_ATTENTIONS = ("none",) + SCORES
+
+Hidden = Tensor | tuple[Tensor, Tensor]  # GRU: h [L,B,H]; LSTM: (h, c)
+
+
+@dataclass
+class RNNSeq2SeqConfig(ModelConfig):
+    """RNN seq2seq hyper-parameters (one shared vocabulary for source and target)."""
+
+    vocab_size: int = 256
+    pad_id: int = 0
+    bos_id: int = 1
+    eos_id: int = 2
+    cell: str = "gru"  # gru | lstm
+    attention: str = "additive"  # none | additive | dot | general | scaled_dot
+    emb_dim: int = 64
+    hidden: int = 128  # decoder state size = encoder state size (split over directions)
+    n_layers: int = 1
+    bidirectional: bool = True  # encoder only
+    attn_dim: int = 0  # additive attention size; 0 = hidden
+    dropout: float = 0.0  # on embeddings, between RNN layers and before the output layer
+
+    def __post_init__(self) -> None:
+        self._check_positive("vocab_size", "emb_dim", "hidden", "n_layers")
+        self._check_choice("cell", CELLS)
+        self._check_choice("attention", RNN_ATTENTIONS)
+        self._check_dropouts("dropout")
+        if self.bidirectional and self.hidden % 2:
+            raise ConfigError(f"A bidirectional encoder needs an even hidden size (hidden/2 per direction), got {self.hidden}.")
+        if self.attn_dim < 0:
+            raise ConfigError(f"RNNSeq2SeqConfig.attn_dim must be >= 0 (0 = hidden), got {self.attn_dim}.")
+        for f in ("pad_id", "bos_id", "eos_id"):
+            if not 0 <= getattr(self, f) < self.vocab_size:
+                raise ConfigError(f"RNNSeq2SeqConfig.{f} = {getattr(self, f)} is outside the vocabulary of {self.vocab_size}.")
+
+
+@dataclass
+class RNNDecodeState:
+    """Incremental decoding state of the RNN decoder."""
+
+    values: Tensor  # encoder states h_j [B,S,H]
+    keys: Tensor | None  # score-prepared keys (None without attention)
+    src_mask: Tensor  # [B,S] True = real token
+    summary: Tensor  # encoder final state, the fixed context without attention [B,H]
+    hidden: Hidden  # decoder state [L,B,H] (LSTM: (h, c))
+    step: int = 0
+
+    def reorder(self, index: Tensor) -> None:
+        """Reorder the batch (beam search): row b becomes old row index[b]."""
+        pick = lambda t: t.index_select(0, index)  # noqa: E731
+        self.values, self.src_mask, self.summary = pick(self.values), pick(self.src_mask), pick(self.summary)
+        if self.keys is not None:
+            self.keys = pick(self.keys)
+        if isinstance(self.hidden, tuple):
+            self.hidden = tuple(h.index_select(1, index) for h in self.hidden)  # type: ignore[assignment]
+        else:
+            self.hidden = self.hidden.index_select(1, index)
+
+
+class _Decoder(nn.Module):
+    """Decoder parts: rnn, attention (None without), combine."""
+
+    def __init__(self, c: RNNSeq2SeqConfig) -> None:
+        super().__init__()
+        rnn_cls = nn.GRU if c.cell == "gru" else nn.LSTM
+        self.rnn = rnn_cls(c.emb_dim + c.hidden, c.hidden, c.n_layers, batch_first=True,
+                           dropout=c.dropout if c.n_layers > 1 else 0.0)
+        self.attention = (None if c.attention == "none" else
+                          ScoredAttention(make_score(c.attention, c.hidden, c.hidden, c.attn_dim or c.hidden)))
+        self.combine = nn.Linear(2 * c.hidden + c.emb_dim, c.hidden)
+
+
+class RNNSeq2Seq(ModelBase):
+    """``model(src [B,S], tgt_in [B,T]) -> logits [B,T,V]`` (teacher forcing).
+
+    Submodules: src_emb, tgt_emb, encoder (nn.GRU/LSTM), decoder.rnn, decoder.attention
+    (recorded as [B,1,T,S]), decoder.combine, lm_head. Source padding must be on the right.
+    """
+
+    def __init__(self, config: RNNSeq2SeqConfig) -> None:
+        super().__init__()
+        self.config = c = config
+        self.src_emb = nn.Embedding(c.vocab_size, c.emb_dim, padding_idx=c.pad_id)
+        self.tgt_emb = nn.Embedding(c.vocab_size, c.emb_dim, padding_idx=c.pad_id)
+        self.n_dirs = 2 if c.bidirectional else 1
+        rnn_cls = nn.GRU if c.cell == "gru" else nn.LSTM
+        self.encoder = rnn_cls(c.emb_dim, c.hidden // self.n_dirs, c.n_layers, batch_first=True,
+                               bidirectional=c.bidirectional, dropout=c.dropout if c.n_layers > 1 else 0.0)
+        self.decoder = _Decoder(c)
+        self.lm_head = nn.Linear(c.hidden, c.vocab_size)
+        self.drop = nn.Dropout(c.dropout)
+        assign_attention_names(self)
+
+    def _merge_directions(self, h: Tensor) -> Tensor:
+        """Encoder final state [L*dirs,B,H/dirs] -> [L,B,H] (directions concatenated)."""
+        L, B = self.config.n_layers, h.shape[1]
+        return h.view(L, self.n_dirs, B, -1).permute(0, 2, 1, 3).reshape(L, B, -1)
+
+    def start(self, src: Tensor) -> RNNDecodeState:
+        """Encode ``src`` [B,S] and return the initial decoder state for :meth:`step`."""
+        src_mask = src != self.config.pad_id  # [B,S]
+        lengths = src_mask.sum(1).clamp_min(1).cpu()
+        packed = pack_padded_sequence(self.drop(self.src_emb(src)), lengths, batch_first=True, enforce_sorted=False)
+        out, final = self.encoder(packed)
+        values, _ = pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])  # [B,S,H]
+        hidden: Hidden = (tuple(self._merge_directions(h) for h in final) if isinstance(final, tuple)  # type: ignore[assignment]
+                          else self._merge_directions(final))
+        top = hidden[0][-1] if isinstance(hidden, tuple) else hidden[-1]  # [B,H]
+        att = self.decoder.attention
+        keys = att.prepare(values) if att is not None else None
+        return RNNDecodeState(values, keys, src_mask, top, hidden)
+
+    def step(self, state: RNNDecodeState, y_prev: Tensor) -> tuple[Tensor, Tensor, RNNDecodeState]:
+        """One decoding step: y_prev [B] -> (logits [B,V], alpha [B,S], state); state is updated in place."""
+        e = self.drop(self.tgt_emb(y_prev))  # [B,E]
+        att = self.decoder.attention
+        if att is None:
+            context, alpha = state.summary, state.values.new_zeros(state.src_mask.shape)
+        else:
+            s_prev = state.hidden[0][-1] if isinstance(state.hidden, tuple) else state.hidden[-1]  # [B,H]
+            context, alpha = att(s_prev, state.keys, state.values, state.src_mask, state.step)  # [B,H], [B,S]
+        out, state.hidden = self.decoder.rnn(torch.cat([e, context], -1)[:, None], state.hidden)
+        o = torch.tanh(self.decoder.combine(torch.cat([out[:, 0], context, e], -1)))  # [B,H]
+        state.step += 1
+        return self.lm_head(self.drop(o)), alpha, state
+
+    def forward(self, src: Tensor, tgt_in: Tensor, return_alignment: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+        """src [B,S], tgt_in [B,T] -> logits [B,T,V] (and alpha [B,T,S] for every target step if asked)."""
+        state = self.start(src)
+        logits, alphas = [], []
+        for t in range(tgt_in.shape[1]):
+            step_logits, alpha, state = self.step(state, tgt_in[:, t])
+            logits.append(step_logits)
+            alphas.append(alpha)
+        out = torch.stack(logits, 1)  # [B,T,V]
+        return (out, torch.stack(alphas, 1)) if return_alignment else out  # type: ignore[return-value]

@@ -1,0 +1,111 @@
+"""ViT (Dosovitskiy et al. 2021): patch embedding, CLS token or mean pooling, encoder blocks,
+classification head."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from playground.errors import ConfigError, DataError
+from playground.models.attention import assign_attention_names
+from playground.models.base import ModelBase, ModelConfig, init_transformer_weights
+from playground.models.layers import EncoderBlock, block_options, check_block_options, final_norm
+from playground.models.positional import ADDITIVE, POS_ENCODINGS, PositionalEmbedding, Rotary
+
+POOLS = ("cls", "mean")
+
+
+@dataclass
+class ViTConfig(ModelConfig):
+    """ViT hyper-parameters; square images of ``image_size`` pixels, a multiple of ``patch_size``."""
+
+    image_size: int = 32
+    patch_size: int = 4
+    channels: int = 3
+    n_classes: int = 10
+    d_model: int = 128
+    n_layer: int = 4
+    n_head: int = 4
+    pool: str = "cls"  # cls | mean
+    dropout: float = 0.0
+    bias: bool = True
+    pos_encoding: str = "learned"  # learned | sinusoidal | rope | alibi | none (1-D, row-major)
+    norm: str = "layernorm"
+    norm_placement: str = "pre"
+    ffn: str = "gelu_exact"
+    attn_scale: bool = True
+    d_ff: int = 0  # 0 = 4 * d_model
+    attn_dropout: float = 0.0
+    emb_dropout: float = 0.0
+
+    def __post_init__(self) -> None:
+        self._check_positive("image_size", "patch_size", "channels", "n_classes", "d_model", "n_layer", "n_head")
+        if self.image_size % self.patch_size:
+            raise ConfigError(f"ViTConfig.image_size {self.image_size} must be a multiple of patch_size {self.patch_size}.")
+        self._check_choice("pool", POOLS)
+        check_block_options(self, self.d_model, self.n_head, POS_ENCODINGS)
+
+    @property
+    def n_tokens(self) -> int:
+        """Sequence length seen by the encoder: patches (+1 for CLS)."""
+        return (self.image_size // self.patch_size) ** 2 + (self.pool == "cls")
+
+
+class PatchEmbedding(nn.Module):
+    """Non-overlapping P x P patches, linearly embedded: [B,C,H,W] -> [B, (H/P)*(W/P), D] row-major."""
+
+    def __init__(self, channels: int, d_model: int, patch_size: int) -> None:
+        super().__init__()
+        self.proj = nn.Conv2d(channels, d_model, kernel_size=patch_size, stride=patch_size)
+
+    def forward(self, images: Tensor) -> Tensor:
+        return self.proj(images).flatten(2).transpose(1, 2)  # [B,N,D]
+
+
+class ViT(ModelBase):
+    """``model(images [B,C,H,W]) -> logits [B,n_classes]``.
+
+    Submodules: patch_emb, cls_token (pool="cls"), pos_emb, blocks.{i}, ln_f, head.
+    With pool="cls" key 0 of every attention map is CLS and the patches follow row-major.
+    """
+
+    def __init__(self, config: ViTConfig) -> None:
+        super().__init__()
+        self.config = c = config
+        self.grid = (c.image_size // c.patch_size, c.image_size // c.patch_size)
+        self.patch_emb = PatchEmbedding(c.channels, c.d_model, c.patch_size)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, c.d_model)) if c.pool == "cls" else None
+        n = c.n_tokens
+        self.pos_emb = PositionalEmbedding(c.pos_encoding, n, c.d_model) if c.pos_encoding in ADDITIVE else None
+        rotary = Rotary(c.d_model // c.n_head, n) if c.pos_encoding == "rope" else None
+        self.drop = nn.Dropout(c.emb_dropout)
+        self.blocks = nn.ModuleList(
+            EncoderBlock(c.d_model, c.n_head, causal=False, **block_options(c, c.d_model, rotary))
+            for _ in range(c.n_layer)
+        )
+        self.ln_f = final_norm(c, c.d_model)
+        self.head = nn.Linear(c.d_model, c.n_classes)
+        init_transformer_weights(self, 2 * c.n_layer)
+        assign_attention_names(self)
+
+    def forward(self, images: Tensor) -> Tensor:
+        """images [B,C,H,W] -> logits [B,n_classes]."""
+        c = self.config
+        if images.dim() != 4 or tuple(images.shape[1:]) != (c.channels, c.image_size, c.image_size):
+            raise DataError(
+                f"This ViT takes images of shape [batch, {c.channels}, {c.image_size}, {c.image_size}], "
+                f"got {list(images.shape)}; resize the images or train a model for this size."
+            )
+        x = self.patch_emb(images)  # [B,N,D]
+        if self.cls_token is not None:
+            x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1)  # [B,1+N,D]
+        if self.pos_emb is not None:
+            x = x + self.pos_emb(x.shape[1])
+        x = self.drop(x)
+        for block in self.blocks:
+            x = block(x)
+        x = self.ln_f(x)
+        pooled = x[:, 0] if self.cls_token is not None else x.mean(dim=1)  # [B,D]
+        return self.head(pooled)
