@@ -1,12 +1,316 @@
-"""Analyze tab (skeleton; filled by its issue)."""
+"""Analyze tab: did attention explain this prediction?
+
+Layout: the checkpoint dropdown on top, then sub-tabs: "Per input" (this module) and, when
+`playground/ui/experiments_view.py` exists, "Experiments" (its `build(ctx, checkpoint)`).
+
+Per input: choose the input (a prompt, an image or a validation sample, a source sentence)
+and the target; every chosen method is drawn over the input side by side (token strips,
+patch grids over the image, output x source matrices for seq2seq); the agreement table of
+every pair; the layer x head grid with each head's entropy; the pointing game on vit-shapes
+samples; CSV/JSON export. A target picked in the Generate tab arrives through ctx.selection.
+
+Handlers are module-level functions (tests call them directly); `build` binds the workspace
+and device with functools.partial.
+"""
 from __future__ import annotations
+
+import functools
+import importlib
+import tempfile
+from pathlib import Path
+from typing import Any
 
 import gradio as gr
 
-from playground.ui.context import AppContext, choices_update
+from playground.ui.context import AppContext, choices_update, user_errors
+from playground.workspace import Workspace
+
+EXPERIMENTS_MODULE = "playground.ui.experiments_view"
+
+ABOUT = {
+    "lm": "**GPT** · explains the next token after the query position. Type a prompt; the position "
+          "is a token index (blank = the last token, negative counts from the end); the target is a token "
+          "(blank = the model's prediction, `#id` for an id).",
+    "classifier": "**ViT** · explains a class logit over the image's patches. Upload an image or pick a "
+                  "validation sample (vit-shapes samples carry the object mask: pointing game).",
+    "seq2seq": "**seq2seq** · the model's own greedy output, teacher-forced; every output token is a row. "
+               "Type a source sentence (or pick a validation pair); the position picks the output step "
+               "shown in the per-token views (blank = 0).",
+}
+POSITION_LABEL = {"lm": "Query position (token index; blank = last)", "classifier": "Position (not used for images)",
+                  "seq2seq": "Output step (blank = 0)"}
+TEXT_LABEL = {"lm": "Text prompt", "seq2seq": "Source sentence", "classifier": "Text (not used for images)"}
+PUBLISHED = """Jain & Wallace (2019), Table 2, BiLSTM + additive attention: mean Kendall τ (share of
+instances with p ≤ 0.05). Gradients and leave-one-out agree with each other more than either agrees with attention.
+
+| dataset | τ(α, grad) | τ(α, LOO) | τ(grad, LOO) |
+|---|---|---|---|
+| SST | 0.35 ± 0.21 (0.49) | 0.29 ± 0.19 (0.36) | 0.66 |
+| IMDB | 0.44 ± 0.06 (1.00) | 0.34 ± 0.07 (0.99) | 0.52 |
+| AG News | 0.39 ± 0.13 (0.86) | 0.37 ± 0.15 (0.80) | 0.61 |
+| 20News | 0.13 ± 0.21 (0.48) | 0.12 ± 0.19 (0.44) | 0.53 |
+| SNLI | 0.31 ± 0.22 (0.37) | 0.29 ± 0.24 (0.35) | 0.24 |
+"""
+
+
+def _kind(family: str) -> str:
+    from playground.models.registry import get_family
+
+    return get_family(family).kind
+
+
+def _int_or_none(value: Any) -> int | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        from playground.errors import PlaygroundError
+
+        raise PlaygroundError(f"{value!r} is not a whole number.") from None
+
+
+def checkpoint_view(workspace: Workspace, checkpoint: str | None) -> dict[str, Any]:
+    """What the per-input controls should offer for a checkpoint (pure; no model is built)."""
+    from playground.analysis.inputs import data_samples
+    from playground.analysis.per_input import DEFAULT_METHODS, supported_methods
+
+    if not checkpoint:
+        return {"kind": None, "family": None, "classes": [], "samples": [], "methods": [], "defaults": []}
+    entry = workspace.get("models", checkpoint)
+    family = entry.meta.get("family", "")
+    kind = _kind(family)
+    methods = supported_methods(family, kind)
+    samples = data_samples(entry.meta, family, n=50) if kind != "lm" else []
+    return {"kind": kind, "family": family, "classes": list(entry.meta.get("class_names") or []),
+            "samples": [(f"{i}: {s.label}", i) for i, s in enumerate(samples)], "methods": methods,
+            "defaults": [m for m in DEFAULT_METHODS if m in methods]}
+
+
+def checkpoint_changed(workspace: Workspace, checkpoint: str | None) -> tuple:
+    """Updates for (about, text, image, sample, position, target, methods) when the checkpoint changes."""
+    view = checkpoint_view(workspace, checkpoint)
+    kind = view["kind"]
+    if kind is None:
+        return (gr.update(value="Choose a checkpoint (train one in the Train tab)."), gr.update(), gr.update(),
+                gr.update(), gr.update(), gr.update(), gr.update())
+    about = f"{ABOUT[kind]}  \nFamily `{view['family']}`."
+    return (
+        gr.update(value=about),
+        gr.update(visible=kind != "classifier", label=TEXT_LABEL[kind]),
+        gr.update(visible=kind == "classifier"),
+        gr.update(visible=bool(view["samples"]), choices=view["samples"], value=None),
+        gr.update(visible=kind != "classifier", label=POSITION_LABEL[kind]),
+        gr.update(visible=kind != "seq2seq", choices=view["classes"],
+                  label="Target class (blank = predicted)" if kind == "classifier" else
+                  "Target token (blank = prediction; #id for an id)"),
+        gr.update(choices=view["methods"], value=view["defaults"]),
+    )
+
+
+def from_selection(selection: dict | None) -> tuple:
+    """Prefill (checkpoint, text, position, target, handoff) from a target picked in the Generate tab."""
+    if not selection or not selection.get("checkpoint"):
+        return gr.update(), gr.update(), gr.update(), gr.update(), gr.update()
+    kind = selection.get("kind", "lm")
+    if kind == "lm":
+        pos = selection.get("target_position")
+        ids = selection.get("input_ids")
+        context = selection.get("context")
+        if ids is not None and pos is not None:
+            ids = list(ids)[: int(pos)]
+        text = context if context is not None else selection.get("input", "")
+        target = f"#{selection['target_id']}" if selection.get("target_id") is not None else selection.get("target_token")
+        handoff = {"text": text, "ids": ids} if ids else None
+        return (gr.update(value=selection["checkpoint"]), gr.update(value=text), gr.update(value=""),
+                gr.update(value=target), handoff)
+    handoff = {"text": selection.get("input", ""), "output_ids": selection.get("output_ids")}
+    return (gr.update(value=selection["checkpoint"]), gr.update(value=selection.get("input", "")),
+            gr.update(value=str(selection.get("target_position", ""))), gr.update(value=None), handoff)
+
+
+def _export(result: Any) -> list[str]:
+    """Write everything shown to a fresh temp folder: importances, agreement, heads, grounding (CSV) and JSON."""
+    from playground.charts.analysis import head_frame
+
+    folder = Path(tempfile.mkdtemp(prefix="playground-analyze-"))
+    files = [folder / "importances.csv", folder / "agreement.csv", folder / "analysis.json"]
+    result.to_frame().to_csv(files[0], index=False)
+    result.agreement.to_csv(files[1], index=False)
+    files[2].write_text(result.to_json(), encoding="utf-8")
+    if result.heads is not None:
+        files.append(folder / "heads.csv")
+        head_frame(result.heads).to_csv(files[-1], index=False)
+    for name, df in (("pointing.csv", result.pointing), ("alignment.csv", result.alignment)):
+        if df is not None:
+            files.append(folder / name)
+            df.to_csv(files[-1], index=False)
+    return [str(f) for f in files]
+
+
+def importance_chart(result: Any):
+    """The side-by-side view for the input kind."""
+    from playground.charts import analysis as charts
+
+    p = result.prepared
+    frame = result.to_frame()
+    if p.kind == "classifier":
+        mask = None
+        if p.mask is not None:
+            from playground.analysis.pointing import patch_mask
+
+            mask = patch_mask(p.mask, int(p.info["patch_size"]))
+        return charts.patch_grids_chart(frame, p.query.grid, p.image, mask=mask)
+    if p.kind == "seq2seq":
+        return charts.matrices_chart(frame)
+    return charts.token_strips_chart(frame, 0, {m for m, s in result.signed.items() if s})
+
+
+def summary_markdown(result: Any) -> str:
+    """Prediction, target, IG completeness and notes, as Markdown."""
+    p = result.prepared
+    lines = [f"**Target** `{p.target_label}` (id {p.target_id}) · **predicted** `{p.predicted_label}`"]
+    if "target_prob" in p.info:
+        lines[0] += f" · p(target) = {p.info['target_prob']:.4f}"
+    if p.kind == "lm":
+        lines.append(f"Explaining the token after position {p.position + p.offset} "
+                     f"(`{p.units[p.position]}`)" + (f"; the first {p.offset} tokens were cropped to fit the context"
+                                                     if p.offset else "") + ".")
+    if p.kind == "seq2seq":
+        lines.append(f"Output: `{p.info.get('output', '')}` · rows = output tokens; the agreement table uses step "
+                     f"{p.selected} (`{p.rows[p.selected]}`).")
+        if p.info.get("reference"):
+            lines.append(f"Reference: `{p.info['reference']}`" + (f" ({p.info['alignment_note']})"
+                                                                  if p.info.get("alignment_note") else ""))
+    if p.kind == "classifier" and p.info.get("true_label"):
+        lines.append(f"True class of the sample: `{p.info['true_label']}`.")
+    if result.ig:
+        d, s = result.ig, p.selected
+        ok = "within" if d["converged"][s] else "**above**"
+        lines.append(f"Integrated gradients: {d['steps'][s]} steps, completeness gap δ = {d['delta'][s]:+.2e}, "
+                     f"{ok} the tolerance {d['tolerance'][s]:.1e} (5% of |F(x) − F(x′)| = "
+                     f"|{d['f_input'][s]:.3f} − {d['f_baseline'][s]:.3f}|).")
+    if result.deeplift:
+        lines.append(f"DeepLift is experimental: its completeness gap here is δ = "
+                     f"{result.deeplift['delta'][p.selected]:+.2e}.")
+    lines += [f"- {n}" for n in result.notes]
+    lines.append("Time: " + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in result.timings.items()))
+    return "  \n".join(lines)
+
+
+def run_analysis(workspace: Workspace, device: str, checkpoint: str | None, text: str | None, image: Any,
+                 sample: Any, position: Any, target: Any, methods: list[str] | None, layer: Any, head: Any,
+                 ig_steps: Any, ig_auto: bool, handoff: dict | None = None,
+                 progress: gr.Progress | None = None) -> tuple:
+    """Run the per-input analysis; returns (summary, importance plot, agreement, grounding, heads plot, files)."""
+    from playground.analysis.per_input import AnalysisOptions, InputSpec, analyze_checkpoint
+    from playground.bundle import cached_bundle
+    from playground.charts.analysis import head_frame, head_grid_chart
+    from playground.errors import PlaygroundError
+
+    if not checkpoint:
+        raise PlaygroundError("Choose a checkpoint first.")
+    if not methods:
+        raise PlaygroundError("Tick at least one method.")
+    bundle = cached_bundle(checkpoint, workspace, device)
+    spec = InputSpec(text=text or None, image=image, sample=_int_or_none(sample), position=_int_or_none(position),
+                     target=(target or None) if not isinstance(target, (int, float)) else int(target))
+    if handoff and handoff.get("text") == (text or "") and sample in (None, ""):
+        spec.ids = handoff.get("ids")
+        spec.output_ids = handoff.get("output_ids")
+        if spec.ids is not None:
+            spec.text = text or ""
+    options = AnalysisOptions(methods=tuple(methods), layer=_int_or_none(layer), head=_int_or_none(head),
+                              ig_steps=int(ig_steps or 50), ig_auto=bool(ig_auto))
+    report = (lambda frac, name: progress(frac, desc=f"computing {name}")) if progress is not None else None
+    result = analyze_checkpoint(bundle, spec, options, device=device, private=True, progress=report)
+    grounding = result.pointing if result.pointing is not None else result.alignment
+    heads = None
+    if result.heads is not None:
+        heads = head_grid_chart(head_frame(result.heads), result.heads.maps.shape[1])
+    return (summary_markdown(result), importance_chart(result), result.agreement.round(4),
+            gr.update(value=None if grounding is None else grounding.round(4), visible=grounding is not None),
+            heads, _export(result))
 
 
 def build(ctx: AppContext) -> None:
     """Lay out the Analyze tab."""
-    model = gr.Dropdown(label="Checkpoint", choices=[], interactive=True, elem_id="analyze-model")
-    ctx.on_workspace_change(lambda cur: choices_update(ctx.workspace.names("models"), cur), [model], [model], api_name="analyze_models")
+    ws, device = ctx.workspace, ctx.settings.resolved_device
+    with gr.Row():
+        checkpoint = gr.Dropdown(label="Checkpoint", choices=[], interactive=True, elem_id="analyze-model", scale=2)
+        about = gr.Markdown("Choose a checkpoint (train one in the Train tab).", elem_id="analyze-about")
+    ctx.on_workspace_change(lambda cur: choices_update(ctx.workspace.names("models"), cur), [checkpoint], [checkpoint],
+                            api_name="analyze_models")
+    with gr.Tabs(elem_id="analyze-views"):
+        with gr.Tab("Per input", id="analyze-per-input", elem_id="analyze-per-input"):
+            _build_per_input(ctx, ws, device, checkpoint, about)
+        try:
+            experiments = importlib.import_module(EXPERIMENTS_MODULE)
+        except ModuleNotFoundError as exc:
+            if exc.name != EXPERIMENTS_MODULE:
+                raise
+            experiments = None
+        if experiments is not None:
+            with gr.Tab("Experiments", id="analyze-experiments", elem_id="analyze-experiments"):
+                import inspect
+
+                if len(inspect.signature(experiments.build).parameters) >= 2:
+                    experiments.build(ctx, checkpoint)  # shares the checkpoint dropdown
+                else:
+                    experiments.build(ctx)
+
+
+def _build_per_input(ctx: AppContext, ws: Workspace, device: str, checkpoint: gr.Dropdown, about: gr.Markdown) -> None:
+    from playground.analysis.per_input import DEFAULT_METHODS, METHODS
+
+    handoff = gr.State(None)
+    with gr.Row():
+        with gr.Column(scale=3):
+            text = gr.Textbox(label="Text prompt", lines=3, elem_id="analyze-text")
+            image = gr.Image(label="Image", type="numpy", visible=False, elem_id="analyze-image", height=220)
+            sample = gr.Dropdown(label="…or a sample from the checkpoint's validation data", choices=[], value=None,
+                                 visible=False, elem_id="analyze-sample")
+        with gr.Column(scale=2):
+            position = gr.Textbox(label=POSITION_LABEL["lm"], value="", max_lines=1, elem_id="analyze-position")
+            target = gr.Dropdown(label="Target token (blank = prediction; #id for an id)", choices=[], value=None,
+                                 allow_custom_value=True, elem_id="analyze-target")
+            methods = gr.CheckboxGroup(label="Methods", choices=list(METHODS), value=list(DEFAULT_METHODS),
+                                       elem_id="analyze-methods")
+            with gr.Accordion("Options", open=False):
+                layer = gr.Textbox(label="Layer of 'attention' and 'norm' (blank = last)", value="", max_lines=1)
+                head = gr.Textbox(label="Head (blank = mean over heads)", value="", max_lines=1)
+                ig_steps = gr.Slider(4, 400, value=50, step=1, label="Integrated-gradients steps (start)")
+                ig_auto = gr.Checkbox(value=True, label="Raise IG steps until |δ| ≤ 5% of |F(x) − F(x′)|")
+                gr.Markdown("Methods: " + "; ".join(f"`{k}` {v}" for k, v in METHODS.items()))
+            with gr.Row():
+                run_btn = gr.Button("Explain", variant="primary", elem_id="analyze-run")
+                stop_btn = gr.Button("Stop", elem_id="analyze-stop")
+    summary = gr.Markdown(elem_id="analyze-summary")
+    importance = gr.Plot(label="Importance per method", elem_id="analyze-importance")
+    agreement = gr.Dataframe(label="Agreement between every pair of methods (special tokens excluded)",
+                             elem_id="analyze-agreement", interactive=False)
+    with gr.Accordion("Published numbers to compare with", open=False):
+        gr.Markdown(PUBLISHED)
+    grounding = gr.Dataframe(label="Grounding: pointing game (vit-shapes) / alignment accuracy (seq2seq)",
+                             visible=False, interactive=False, elem_id="analyze-grounding")
+    heads = gr.Plot(label="Layer x head: attention maps and entropy", elem_id="analyze-heads")
+    files = gr.File(label="Export: CSV and JSON of everything shown", file_count="multiple", elem_id="analyze-files")
+
+    checkpoint.change(user_errors(functools.partial(checkpoint_changed, ws)), [checkpoint],
+                      [about, text, image, sample, position, target, methods], api_name="analyze_checkpoint",
+                      queue=False, show_progress="hidden")
+    image.upload(lambda: gr.update(value=None), None, [sample], queue=False, show_progress="hidden",
+                 api_name=False)
+
+    @user_errors
+    def _run(checkpoint, text, image, sample, position, target, methods, layer, head, ig_steps, ig_auto, handoff,
+             progress=gr.Progress()):
+        return run_analysis(ws, device, checkpoint, text, image, sample, position, target, methods, layer, head,
+                            ig_steps, ig_auto, handoff, progress)
+
+    event = run_btn.click(
+        _run, [checkpoint, text, image, sample, position, target, methods, layer, head, ig_steps, ig_auto, handoff],
+        [summary, importance, agreement, grounding, heads, files], api_name="analyze", **ctx.heavy())
+    stop_btn.click(None, None, None, cancels=[event], api_name=False)
+    ctx.selection.change(from_selection, [ctx.selection], [checkpoint, text, position, target, handoff],
+                         api_name="analyze_from_selection", queue=False, show_progress="hidden")

@@ -39,8 +39,9 @@ def test_header_shows_device_and_workspace(tmp_path):
 
 def test_four_tabs_in_order(tmp_path):
     app = build_app(make_settings(tmp_path, device="cpu"))
-    labels = [b.label for b in app.blocks.values() if type(b).__name__ == "Tab"]
-    assert labels[:4] == ["Tokenizer", "Train", "Generate", "Analyze"]
+    top = [b for b in app.blocks.values() if type(b).__name__ == "Tab" and (b.elem_id or "").startswith("tab-")]
+    assert [(b.label, b.elem_id) for b in top] == [("Tokenizer", "tab-tokenizer"), ("Train", "tab-train"),
+                                                    ("Generate", "tab-generate"), ("Analyze", "tab-analyze")]
 
 
 def test_saved_entries_reach_other_tabs_without_restart(app_server):

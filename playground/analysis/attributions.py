@@ -1,0 +1,294 @@
+"""Gradient and perturbation importance through captum (``captum.attr`` directly).
+
+Every function takes a :class:`~playground.analysis.query.Query` (B examples) and returns a
+small dataclass whose ``values`` are [B, U] importances over the input units (tokens, source
+tokens or patches). Attributions are taken against the query's embedding layer and summed
+over the embedding dimension (saliency: L2 norm over it).
+
+Models with recurrent layers are attributed inside ``torch.backends.cudnn.flags(enabled=False)``
+(cuDNN's RNN backward refuses eval mode); the context is harmless for the other models.
+
+Thread safety: captum's layer methods put hooks on the model while they run. A model shared
+with other threads (the app's bundle cache) must be copied first (:func:`private_model`).
+"""
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from playground.analysis.query import Query
+
+REL_TOL = 0.05  # IG accepted when |delta| <= REL_TOL * |F(x) - F(x')| ...
+ABS_TOL = 1e-4  # ... or |delta| <= ABS_TOL (F(x) = F(x') would otherwise never pass)
+MAX_STEPS = 800
+ACTIVATION_BUDGET = 2**27  # floats of activations per forward chunk (~512 MB fp32)
+
+
+def private_model(model: nn.Module) -> nn.Module:
+    """A deep copy in eval mode (captum hooks on it cannot disturb other users of ``model``)."""
+    return copy.deepcopy(model).eval()
+
+
+def no_cudnn():
+    """Context that disables cuDNN (RNN backward in eval mode); a no-op without CUDA."""
+    return torch.backends.cudnn.flags(enabled=False)
+
+
+def batch_rows(query: Query, length: int | None = None) -> int:
+    """How many input rows one forward chunk takes (IG steps, leave-one-out variants)."""
+    cfg = getattr(query.model, "config", None)
+    d = getattr(cfg, "d_model", None) or getattr(cfg, "hidden", None) or 256
+    layers = (getattr(cfg, "n_layer", None) or getattr(cfg, "n_layers", None) or 4) + \
+        (getattr(cfg, "n_dec_layer", 0) or 0)
+    T = length or (query.n_units + (0 if query.decoder_inputs is None else query.decoder_inputs.shape[1]))
+    return max(1, int(ACTIVATION_BUDGET // (T * d * layers * 12)))
+
+
+def units_from_layer(attr: Tensor, query: Query, reduce: str = "sum") -> Tensor:
+    """Layer attributions -> [B,U]: sum (or L2 norm, ``reduce="norm"``) over the embedding dimension.
+
+    Accepts [B,T,D] (tokens or patches) or [B,D,h,w] (a convolutional patch embedding).
+    """
+    if attr.dim() == 4:  # [B,D,h,w]
+        attr = attr.flatten(2).transpose(1, 2)  # [B,h*w,D]
+    if attr.dim() != 3:
+        raise ValueError(f"cannot map a layer attribution of shape {tuple(attr.shape)} to input units")
+    if attr.shape[1] == query.n_units + 1 and query.kind == "classifier":
+        attr = attr[:, 1:]  # a CLS slot inside the patch embedding output
+    out = attr.norm(dim=-1) if reduce == "norm" else attr.sum(dim=-1)
+    return out.detach()  # [B,U]
+
+
+# ----------------------------------------------------------------------------------------
+# Gradient methods
+
+
+@dataclass
+class Attribution:
+    """Importances [B,U] of one method (``signed``: whether the sign carries meaning)."""
+
+    method: str
+    values: Tensor
+    signed: bool = True
+
+
+def _grad_x_act(query: Query, multiply: bool) -> Tensor:
+    from captum.attr import LayerGradientXActivation
+
+    attr = LayerGradientXActivation(query.forward_fn(), query.layer, multiply_by_inputs=multiply)
+    with no_cudnn():
+        return attr.attribute(query.inputs, additional_forward_args=query.forward_args())
+
+
+def saliency(query: Query) -> Attribution:
+    """‖∂F/∂e_t‖₂ over the embedding dimension (captum LayerGradientXActivation without the input factor)."""
+    return Attribution("saliency", units_from_layer(_grad_x_act(query, False), query, "norm"), signed=False)
+
+
+def input_x_gradient(query: Query) -> Attribution:
+    """Σ_d e_{t,d}·∂F/∂e_{t,d} (captum LayerGradientXActivation)."""
+    return Attribution("ixg", units_from_layer(_grad_x_act(query, True), query), signed=True)
+
+
+@dataclass
+class IGResult(Attribution):
+    """Integrated gradients with captum's convergence delta per example.
+
+    delta = Σ attr − (F(x) − F(x′)); ``steps`` is the n_steps finally used for each example
+    (raised by doubling until |delta| ≤ rel_tol·|F(x) − F(x′)| or the cap).
+    """
+
+    delta: Tensor | None = None  # [B]
+    steps: Tensor | None = None  # [B] int
+    f_inputs: Tensor | None = None  # [B] F(x)
+    f_baselines: Tensor | None = None  # [B] F(x')
+    converged: Tensor | None = None  # [B] bool
+
+    def tolerance(self) -> Tensor:
+        return torch.clamp(REL_TOL * (self.f_inputs - self.f_baselines).abs(), min=ABS_TOL)  # type: ignore[operator]
+
+
+def _ig_once(query: Query, n_steps: int, internal_batch_size: int | None, method: str) -> tuple[Tensor, Tensor]:
+    from captum.attr import LayerIntegratedGradients
+
+    lig = LayerIntegratedGradients(query.forward_fn(), query.layer)
+    rows = internal_batch_size or max(query.batch_size, batch_rows(query))
+    with no_cudnn():
+        attr, delta = lig.attribute(query.inputs, baselines=query.baselines, additional_forward_args=query.forward_args(),
+                                    n_steps=n_steps, method=method, internal_batch_size=rows,
+                                    return_convergence_delta=True)
+    return units_from_layer(attr, query), delta.detach().reshape(-1)
+
+
+def integrated_gradients(query: Query, n_steps: int = 50, auto_steps: bool = True, max_steps: int = MAX_STEPS,
+                         rel_tol: float = REL_TOL, internal_batch_size: int | None = None,
+                         method: str = "gausslegendre") -> IGResult:
+    """captum LayerIntegratedGradients on the embedding layer from ``query.baselines``.
+
+    With ``auto_steps`` the examples whose |delta| exceeds rel_tol·|F(x) − F(x′)| (or ABS_TOL)
+    are recomputed with twice the steps, up to ``max_steps``. IG steps are batched
+    (``internal_batch_size`` rows per forward; default sized to memory).
+    """
+    if query.baselines is None:
+        raise ValueError("integrated gradients needs query.baselines")
+    B = query.batch_size
+    both = torch.cat([query.inputs, query.baselines])
+    doubled = query.select(list(range(B)) * 2)
+    f = doubled.score(both)  # [2B]
+    f_x, f_b = f[:B], f[B:]
+    tol = torch.clamp(rel_tol * (f_x - f_b).abs(), min=ABS_TOL)
+    values, delta = _ig_once(query, n_steps, internal_batch_size, method)
+    steps = torch.full((B,), n_steps, dtype=torch.long)
+    todo = (delta.abs() > tol).nonzero().flatten()
+    current = n_steps
+    while auto_steps and todo.numel() and current * 2 <= max_steps:
+        current *= 2
+        sub = query.select(todo)
+        v, d = _ig_once(sub, current, internal_batch_size, method)
+        values[todo], delta[todo], steps[todo] = v, d, current
+        todo = todo[(d.abs() > tol[todo])]
+    return IGResult("ig", values, True, delta, steps, f_x, f_b, delta.abs() <= tol)
+
+
+@dataclass
+class DeepLiftResult(Attribution):
+    """DeepLift (experimental: its rules do not cover softmax, LayerNorm or GELU); always read its delta."""
+
+    delta: Tensor | None = None  # [B] Σ attr − (F(x) − F(x'))
+
+
+class _ScoreModule(nn.Module):
+    """F as an nn.Module (captum's DeepLift needs a module to hook)."""
+
+    def __init__(self, query: Query) -> None:
+        super().__init__()
+        self.model = query.model
+        self._fn = query.forward_fn()
+
+    def forward(self, inputs: Tensor, *args: Tensor) -> Tensor:
+        return self._fn(inputs, *args)
+
+
+def deeplift(query: Query) -> DeepLiftResult:
+    """captum LayerDeepLift on the embedding layer from ``query.baselines`` (experimental)."""
+    import warnings
+
+    from captum.attr import LayerDeepLift
+
+    if query.baselines is None:
+        raise ValueError("DeepLift needs query.baselines")
+    dl = LayerDeepLift(_ScoreModule(query), query.layer)
+    with no_cudnn(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Setting forward, backward hooks and attributes on non-linear ..."
+        attr, delta = dl.attribute(query.inputs, baselines=query.baselines,
+                                   additional_forward_args=query.forward_args(), return_convergence_delta=True)
+    return DeepLiftResult("deeplift", units_from_layer(attr, query), True, delta.detach().reshape(-1))
+
+
+# ----------------------------------------------------------------------------------------
+# Leave-one-out
+
+
+@dataclass
+class LOOResult(Attribution):
+    """Δ_t = TVD(ŷ(x without unit t), ŷ(x)); ``mode`` is "replace" (by the baseline) or "delete"."""
+
+    mode: str = "replace"
+
+
+LOO_MODES = ("replace", "delete")
+
+
+def _variants(query: Query, mode: str) -> tuple[Tensor, Tensor | None]:
+    """All single-unit perturbations, unit-major: rows t·B + b. Returns (inputs [U·B,...], positions or None)."""
+    B, U = query.batch_size, query.n_units
+    x = query.inputs
+    if query.kind == "classifier":
+        rows, cols = query.grid  # type: ignore[misc]
+        ph, pw = x.shape[-2] // rows, x.shape[-1] // cols
+        out = x.unsqueeze(0).repeat(U, 1, 1, 1, 1)  # [U,B,C,H,W]
+        for t in range(U):
+            r, c = divmod(t, cols)
+            sl = (t, slice(None), slice(None), slice(r * ph, (r + 1) * ph), slice(c * pw, (c + 1) * pw))
+            out[sl] = query.baselines[:, :, r * ph:(r + 1) * ph, c * pw:(c + 1) * pw]  # type: ignore[index]
+        return out.flatten(0, 1), None
+    T = x.shape[1]
+    t_idx = torch.arange(U, device=x.device)
+    if mode == "replace":
+        eye = torch.eye(U, T, dtype=torch.bool, device=x.device)[:, None, :]  # [U,1,T]
+        out = torch.where(eye, query.baselines.unsqueeze(0), x.unsqueeze(0))  # type: ignore[union-attr]
+        return out.flatten(0, 1), None
+    # delete: drop token t, shift the rest left, pad at the end (invisible to a causal query,
+    # masked as padding in a seq2seq source)
+    keep = torch.arange(T, device=x.device)[None, :] + (torch.arange(T, device=x.device)[None, :] >= t_idx[:, None]).long()
+    valid = keep < T  # [U,T]
+    gathered = x[:, keep.clamp(max=T - 1)]  # [B,U,T]
+    out = torch.where(valid[None], gathered, torch.full_like(gathered, query.pad_id)).transpose(0, 1)  # [U,B,T]
+    if query.kind == "lm":
+        pos = query.positions[None, :].expand(U, B)  # type: ignore[index]
+        new_pos = pos - (t_idx[:, None] <= pos).long()  # deleting the query itself: the token before it
+        if (new_pos < 0).any():  # deleting the only visible token: fall back to replacement there
+            repl, _ = _variants(query, "replace")
+            bad = (new_pos < 0)
+            out = torch.where(bad[..., None], repl.view(U, B, T), out)
+            new_pos = new_pos.clamp_min(0)
+        return out.flatten(0, 1), new_pos.flatten()
+    return out.flatten(0, 1), None
+
+
+def leave_one_out(query: Query, mode: str = "replace", batch_size: int | None = None) -> LOOResult:
+    """Leave-one-out TVD per unit, all variants batched (``batch_size`` rows per forward).
+
+    "replace" puts the baseline (pad/unk id, black patch) in place of the unit; "delete"
+    removes the token (text only). Images always use replacement (patch occlusion).
+    """
+    if mode not in LOO_MODES:
+        raise ValueError(f"leave-one-out mode {mode!r}; one of {LOO_MODES}")
+    if query.kind == "classifier":
+        mode = "replace"
+    B, U = query.batch_size, query.n_units
+    variants, positions = _variants(query, mode)
+    if positions is None and query.kind != "classifier":
+        positions = query.positions.repeat(U)  # type: ignore[union-attr]
+    dec = None if query.decoder_inputs is None else query.decoder_inputs.repeat(U, 1)
+    rows = batch_size or batch_rows(query)
+    ref = query.probs()  # [B,V]
+    out = torch.empty(U * B, device=query.device)
+    with torch.no_grad():
+        for start in range(0, U * B, rows):
+            sl = slice(start, start + rows)
+            logits = _rows(query, variants[sl], None if positions is None else positions[sl],
+                           None if dec is None else dec[sl])
+            p = logits.float().softmax(-1)  # [n,V]
+            b = torch.arange(start, start + p.shape[0], device=query.device) % B
+            out[sl] = 0.5 * (p - ref[b]).abs().sum(-1)
+    return LOOResult("loo" if mode == "replace" else "loo_delete", out.view(U, B).T.contiguous(), False, mode)
+
+
+def _rows(query: Query, inputs: Tensor, positions: Tensor | None, dec: Tensor | None) -> Tensor:
+    """Explained logits [N,V] for explicit per-row inputs/positions/decoder inputs."""
+    from playground.analysis.query import _lm_rows
+
+    if query.kind == "classifier":
+        return query.model(inputs)
+    if query.kind == "lm":
+        T = inputs.shape[1]
+        last = bool((positions == T - 1).all()) and query.last_only
+        return _lm_rows(query.model, inputs, positions, last)  # type: ignore[arg-type]
+    logits = query.model(inputs, dec)  # [N,T,V]
+    return logits[torch.arange(inputs.shape[0], device=inputs.device), positions]
+
+
+# ----------------------------------------------------------------------------------------
+
+GRADIENT_METHODS: dict[str, Callable[..., Attribution]] = {
+    "saliency": saliency,
+    "ixg": input_x_gradient,
+    "ig": integrated_gradients,
+    "loo": leave_one_out,
+    "deeplift": deeplift,
+}
