@@ -1,0 +1,1 @@
+"""Altair chart builders: DataFrame in, Chart out (pure, testable). One module per area."""
