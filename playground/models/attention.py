@@ -104,7 +104,17 @@ class AdditiveScore(nn.Module):
         return self.v(hidden).squeeze(-1)  # [B,Q,K]
 
 
-SCORES = ("additive", "dot", "general", "scaled_dot")
+class UniformScore(nn.Module):
+    """Frozen uniform attention: e_ij = 0 for every key, so alpha is uniform over real keys."""
+
+    def prepare(self, keys: Tensor) -> Tensor:
+        return keys
+
+    def forward(self, query: Tensor, keys: Tensor) -> Tensor:
+        return query.new_zeros(query.shape[0], query.shape[1], keys.shape[1])  # [B,Q,K]
+
+
+SCORES = ("additive", "dot", "general", "scaled_dot", "uniform")
 
 
 def make_score(kind: str, query_dim: int, key_dim: int, attn_dim: int | None = None,
@@ -114,6 +124,8 @@ def make_score(kind: str, query_dim: int, key_dim: int, attn_dim: int | None = N
         return AdditiveScore(query_dim, key_dim, attn_dim or query_dim)
     if kind == "general":
         return GeneralScore(query_dim, key_dim)
+    if kind == "uniform":
+        return UniformScore()
     if kind in ("dot", "scaled_dot"):
         if query_dim != key_dim:
             raise ValueError(f"{kind} attention needs equal query and key sizes, got {query_dim} and {key_dim}")
@@ -219,12 +231,13 @@ class MultiHeadAttention(NamedAttention):
 
     Self-attention projects q, k, v with one fused ``qkv`` Linear [3D, D] (q, k, v in that
     order, heads contiguous); cross-attention has ``q_proj`` and ``kv_proj`` [2D, D]. Output
-    ``out_proj``. ``scale=False`` drops the 1/sqrt(d_k) factor (the sqrt(d_k) experiment).
+    ``out_proj``. ``scale=False`` drops the 1/sqrt(d_k) factor (the sqrt(d_k) experiment);
+    ``uniform=True`` freezes the weights uniform over the visible keys.
     """
 
     def __init__(self, d_model: int, n_head: int, *, causal: bool = False, cross: bool = False,
                  bias: bool = True, dropout: float = 0.0, scale: bool = True,
-                 rotary: Rotary | None = None, alibi: bool = False) -> None:
+                 rotary: Rotary | None = None, alibi: bool = False, uniform: bool = False) -> None:
         super().__init__()
         if d_model % n_head:
             raise ValueError(f"d_model {d_model} is not divisible by n_head {n_head}")
@@ -238,7 +251,10 @@ class MultiHeadAttention(NamedAttention):
             self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
         self.rotary = None if cross else rotary  # positions do not apply across sequences
-        self.alibi = alibi and not cross
+        # uniform: every query attends equally to the keys it may see (Wiegreffe & Pinter's
+        # frozen-uniform baseline); done by zeroing the queries, so both paths stay exact.
+        self.uniform = uniform
+        self.alibi = alibi and not cross and not uniform
         if self.alibi:
             self.register_buffer("alibi_slopes", alibi_slopes(n_head), persistent=False)
 
@@ -272,6 +288,8 @@ class MultiHeadAttention(NamedAttention):
                 q, k = self.rotary(q, offset), self.rotary(k, offset)
             if cache is not None:
                 k, v = cache.append(layer, k, v, offset)  # [B,H,offset+T,hd]
+        if self.uniform:
+            q = torch.zeros_like(q)  # all scores 0 -> softmax uniform over the allowed keys
         K = k.shape[2]
 
         explicit = need_weights or needs_explicit(self)

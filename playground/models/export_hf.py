@@ -34,6 +34,8 @@ def check_gpt2_compatible(config: GPTConfig) -> None:
         problems.append(f"norm_placement={config.norm_placement!r} (GPT-2 is pre-LN)")
     if config.ffn not in HF_ACTIVATION:
         problems.append(f"ffn={config.ffn!r} (GPT-2's MLP has one activation, no gate)")
+    if getattr(config, "uniform_attention", False):
+        problems.append("uniform_attention=true (GPT-2's attention is learned)")
     if problems:
         raise ConfigError(
             "This model cannot be exported to GPT-2 format: " + "; ".join(problems)

@@ -33,6 +33,7 @@ class GPTConfig(ModelConfig):
     d_ff: int = 0  # FFN hidden size; 0 = 4 * d_model
     attn_dropout: float = 0.0  # on the attention weights
     emb_dropout: float = 0.0  # on token + position embeddings
+    uniform_attention: bool = False  # attention frozen uniform over visible keys (W&P baseline)
 
     def __post_init__(self) -> None:
         self._check_positive("vocab_size", "block_size", "n_layer", "n_head", "d_model")

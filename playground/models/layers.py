@@ -75,7 +75,7 @@ def block_options(cfg: Any, d_model: int, rotary: Rotary | None) -> dict[str, An
     return dict(
         d_ff=cfg.d_ff or 4 * d_model, norm=cfg.norm, norm_placement=cfg.norm_placement, ffn=cfg.ffn,
         bias=cfg.bias, dropout=cfg.dropout, attn_dropout=cfg.attn_dropout, scale=cfg.attn_scale,
-        rotary=rotary, alibi=cfg.pos_encoding == "alibi",
+        rotary=rotary, alibi=cfg.pos_encoding == "alibi", uniform=getattr(cfg, "uniform_attention", False),
     )
 
 
@@ -109,14 +109,16 @@ class EncoderBlock(_Block):
                  norm: str = "layernorm", norm_placement: str = "pre", ffn: str = "gelu",
                  bias: bool = True, attn_bias: bool | None = None, ffn_bias: bool | None = None,
                  norm_bias: bool | None = None, dropout: float = 0.0, attn_dropout: float = 0.0,
-                 scale: bool = True, rotary: Rotary | None = None, alibi: bool = False) -> None:
+                 scale: bool = True, rotary: Rotary | None = None, alibi: bool = False,
+                 uniform: bool = False) -> None:
         super().__init__()
         attn_bias = bias if attn_bias is None else attn_bias
         ffn_bias = bias if ffn_bias is None else ffn_bias
         norm_bias = bias if norm_bias is None else norm_bias
         self.ln1 = make_norm(norm, d_model, norm_bias)
         self.attn = MultiHeadAttention(d_model, n_head, causal=causal, bias=attn_bias,
-                                       dropout=attn_dropout, scale=scale, rotary=rotary, alibi=alibi)
+                                       dropout=attn_dropout, scale=scale, rotary=rotary, alibi=alibi,
+                                       uniform=uniform)
         self.ln2 = make_norm(norm, d_model, norm_bias)
         self.mlp = FeedForward(d_model, d_ff, ffn, ffn_bias)
         self._init_residual(norm_placement, dropout)
@@ -140,14 +142,14 @@ class DecoderBlock(_Block):
     def __init__(self, d_model: int, n_head: int, d_ff: int, *, norm: str = "layernorm",
                  norm_placement: str = "post", ffn: str = "relu", bias: bool = True,
                  dropout: float = 0.0, attn_dropout: float = 0.0, scale: bool = True,
-                 rotary: Rotary | None = None, alibi: bool = False) -> None:
+                 rotary: Rotary | None = None, alibi: bool = False, uniform: bool = False) -> None:
         super().__init__()
         self.ln1 = make_norm(norm, d_model, bias)
         self.self_attn = MultiHeadAttention(d_model, n_head, causal=True, bias=bias, dropout=attn_dropout,
                                             scale=scale, rotary=rotary, alibi=alibi)
         self.ln2 = make_norm(norm, d_model, bias)
         self.cross_attn = MultiHeadAttention(d_model, n_head, cross=True, bias=bias,
-                                             dropout=attn_dropout, scale=scale)
+                                             dropout=attn_dropout, scale=scale, uniform=uniform)
         self.ln3 = make_norm(norm, d_model, bias)
         self.mlp = FeedForward(d_model, d_ff, ffn, bias)
         self._init_residual(norm_placement, dropout)

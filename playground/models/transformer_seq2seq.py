@@ -51,6 +51,7 @@ class TransformerSeq2SeqConfig(ModelConfig):
     emb_dropout: float = 0.0
     share_embeddings: bool = True  # source and target embeddings share one matrix
     scale_embeddings: bool = True  # embeddings times sqrt(d_model)
+    uniform_attention: bool = False  # cross-attention frozen uniform over the source (W&P baseline)
 
     def __post_init__(self) -> None:
         self._check_positive("vocab_size", "d_model", "n_head", "n_encoder_layers", "n_decoder_layers", "max_len")
@@ -108,7 +109,8 @@ class TransformerSeq2Seq(ModelBase):
         rotary = Rotary(c.d_model // c.n_head, c.max_len) if c.pos_encoding == "rope" else None
         self.drop = nn.Dropout(c.emb_dropout)
         opts = block_options(c, c.d_model, rotary)
-        self.encoder = _Stack([EncoderBlock(c.d_model, c.n_head, causal=False, **opts)
+        # uniform_attention freezes only the cross-attention (attention over the input)
+        self.encoder = _Stack([EncoderBlock(c.d_model, c.n_head, causal=False, **{**opts, "uniform": False})
                                for _ in range(c.n_encoder_layers)], final_norm(c, c.d_model))
         self.decoder = _Stack([DecoderBlock(c.d_model, c.n_head, **opts)
                                for _ in range(c.n_decoder_layers)], final_norm(c, c.d_model))

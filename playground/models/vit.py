@@ -39,6 +39,7 @@ class ViTConfig(ModelConfig):
     d_ff: int = 0  # 0 = 4 * d_model
     attn_dropout: float = 0.0
     emb_dropout: float = 0.0
+    uniform_attention: bool = False  # attention frozen uniform over visible keys (W&P baseline)
 
     def __post_init__(self) -> None:
         self._check_positive("image_size", "patch_size", "channels", "n_classes", "d_model", "n_layer", "n_head")
