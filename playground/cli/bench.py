@@ -1,4 +1,4 @@
-"""`python -m playground bench tokenizer|train|generate|analyze`: figures beside a peer.
+"""`python -m playground bench tokenizer|train|generate|analyze|experiments`: figures beside a peer.
 
 Each target lives in `playground/bench/<target>.py` with `register(subparsers)`.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import importlib
 
-TARGETS = ("tokenizer", "train", "generate", "analyze")
+TARGETS = ("tokenizer", "train", "generate", "analyze", "experiments")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

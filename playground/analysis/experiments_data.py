@@ -1,0 +1,205 @@
+"""Held-out examples for the dataset-level experiments.
+
+From a checkpoint bundle written by the trainer, the validation split is rebuilt with the
+trainer's own family adapter (same data config, seed, split and tokenizer), and N examples
+are drawn with a seeded generator. Each becomes a one-example :class:`Query`:
+
+- GPT: a validation window of ``block_size`` tokens; the explained output is the next token
+  after its last position (the model's prediction); gold = the true next token.
+- ViT: a validation image; explained output = the predicted class; gold = the label; the
+  object mask rides along for vit-shapes (pointing game).
+- seq2seq: a validation source; the model's own greedy output is teacher-forced and one
+  output step (drawn at random among the output tokens, EOS only when the output is empty)
+  is explained; gold = the reference token at that step when the output still matches.
+
+The builders (:func:`lm_queries`, :func:`classifier_queries`, :func:`seq2seq_queries`) take
+plain tensors, so tests use them with tiny models and no bundle.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from playground.analysis.experiments_core import make_generator
+from playground.analysis.query import Query
+from playground.errors import DataError, PlaygroundError
+
+
+@dataclass
+class HeldOut:
+    """N one-example queries plus what the views need to label them."""
+
+    family: str
+    kind: str
+    queries: list[Query]
+    labels: list[str]  # one short description per example
+    units: list[list[str]]  # unit labels per example (token text, "r0c1" patches)
+    gold: list[int | None]  # the true output at the explained position (None: unknown)
+    masks: list[Tensor | None] = field(default_factory=list)  # object pixels [H,W] (vit-shapes)
+    class_names: list[str] | None = None
+    description: str = ""
+
+    def __len__(self) -> int:
+        return len(self.queries)
+
+
+def _specials_and_baseline(tokenizer: Any, prefer: str) -> tuple[set[int], int]:
+    from playground.analysis.inputs import baseline_id, special_id_set
+
+    return special_id_set(tokenizer), baseline_id(tokenizer, prefer)
+
+
+def _label(tokenizer: Any, idx: int) -> str:
+    from playground.analysis.inputs import token_label
+
+    return token_label(tokenizer, idx)
+
+
+def lm_queries(model: nn.Module, windows: Tensor, tokenizer: Any = None, gold: Sequence[int] | None = None,
+               specials: set[int] | None = None, baseline: int | None = None) -> list[Query]:
+    """One next-token query per row of ``windows`` [N,T], explaining the last position's prediction."""
+    if tokenizer is not None and (specials is None or baseline is None):
+        sp, base = _specials_and_baseline(tokenizer, "pad")
+        specials = sp if specials is None else specials
+        baseline = base if baseline is None else baseline
+    specials = specials or set()
+    baseline = 0 if baseline is None else baseline
+    device = next(model.parameters()).device
+    windows = windows.to(device)
+    N, T = windows.shape
+    with torch.no_grad():
+        preds = model(windows)[:, -1].argmax(-1)  # [N]
+    out = []
+    for i in range(N):
+        ids = windows[i : i + 1]
+        special = torch.tensor([[int(t) in specials for t in ids[0].tolist()]], device=device)
+        base = torch.where(special, ids, torch.full_like(ids, baseline))
+        out.append(Query(model, "lm", ids, preds[i : i + 1], model.tok_emb, positions=torch.tensor([T - 1], device=device),
+                         baselines=base, units_mask=~special, pad_id=baseline))
+    return out
+
+
+def classifier_queries(model: nn.Module, images: Tensor) -> list[Query]:
+    """One class query per image [N,C,H,W], explaining the predicted class; baseline = a black image."""
+    device = next(model.parameters()).device
+    images = images.to(device)
+    with torch.no_grad():
+        preds = model(images).argmax(-1)
+    cls = getattr(model.config, "pool", "cls") == "cls"
+    return [Query(model, "classifier", images[i : i + 1], preds[i : i + 1], model.patch_emb,
+                  baselines=torch.zeros_like(images[i : i + 1]), grid=tuple(model.grid), cls_token=cls)
+            for i in range(images.shape[0])]
+
+
+def seq2seq_queries(model: nn.Module, sources: Sequence[Sequence[int]], gen: torch.Generator,
+                    tokenizer: Any = None, references: Sequence[Sequence[int]] | None = None,
+                    max_output: int | None = None) -> tuple[list[Query], list[int | None], list[int]]:
+    """One query per source (token ids without specials): the model's greedy output teacher-forced,
+    one output step drawn with ``gen``. Returns (queries, gold tokens, chosen steps)."""
+    from playground.training.adapters import greedy_decode
+
+    cfg = model.config
+    device = next(model.parameters()).device
+    specials, baseline = _specials_and_baseline(tokenizer, "unk") if tokenizer is not None else (set(), cfg.pad_id)
+    specials |= {cfg.pad_id, cfg.bos_id, cfg.eos_id}
+    if tokenizer is None:
+        baseline = cfg.eos_id if baseline == cfg.pad_id else baseline  # pad would be masked away
+    queries, gold, steps = [], [], []
+    for i, src_ids in enumerate(sources):
+        if not src_ids:
+            continue
+        src = torch.tensor([list(src_ids)], dtype=torch.long, device=device)
+        cap = max_output or min(getattr(cfg, "max_len", 10_000) - 1, 2 * len(src_ids) + 10)
+        y = greedy_decode(model, src, cfg.bos_id, cfg.eos_id, cap)[0]
+        targets = y + [cfg.eos_id]
+        step = int(torch.randint(len(y), (1,), generator=gen)) if y else 0
+        tgt_in = torch.tensor([[cfg.bos_id] + y], device=device)
+        special = torch.tensor([[t in specials for t in src_ids]], device=device)
+        base = torch.where(special, src, torch.full_like(src, baseline))
+        queries.append(Query(model, "seq2seq", src, torch.tensor([targets[step]], device=device), model.src_emb,
+                             positions=torch.tensor([step], device=device), decoder_inputs=tgt_in[:, : max(step + 1, 1)],
+                             baselines=base, units_mask=~special, pad_id=cfg.pad_id))
+        ref = None
+        if references is not None:
+            r = list(references[i]) + [cfg.eos_id]
+            ref = r[step] if step < len(r) and y[:step] == r[:step] else None
+        gold.append(ref)
+        steps.append(step)
+    return queries, gold, steps
+
+
+# ----------------------------------------------------------------------------------------
+# From a bundle
+
+
+def prepare_data(bundle: Any, workspace: Any = None) -> tuple[Any, Any, Any]:
+    """The trainer's (adapter, prepared data, run spec) for a bundle, with the bundle's own tokenizer."""
+    from playground.training.adapters import get_adapter
+    from playground.training.config import preset_from_sections, resolve_run
+
+    sections = bundle.config.get("sections")
+    if not sections:
+        raise PlaygroundError(f"Checkpoint {bundle.name!r} was not written by the trainer (no preset sections), "
+                              "so its validation data cannot be rebuilt; train it from a preset.")
+    spec = resolve_run(preset_from_sections(sections, bundle.config.get("preset") or bundle.name))
+    adapter = get_adapter(spec.family)
+    try:
+        prep = adapter.prepare(spec.data, spec.preset.model, workspace, tokenizer=bundle.tokenizer)
+    except (OSError, DataError) as exc:
+        raise PlaygroundError(f"The validation data of {bundle.name!r} cannot be rebuilt ({exc}); "
+                              "the experiments need the data the model was trained on.") from exc
+    return adapter, prep, spec
+
+
+def load_held_out(bundle: Any, n: int, seed: int = 0, workspace: Any = None) -> HeldOut:
+    """``n`` held-out examples of a trainer-written bundle (validation split), drawn with ``seed``."""
+    if n < 1:
+        raise PlaygroundError("Use at least one example.")
+    _, prep, spec = prepare_data(bundle, workspace)
+    model, family = bundle.model, bundle.family
+    gen = make_generator(seed)
+    tok = bundle.tokenizer or prep.tokenizer
+    if family == "gpt":
+        val: Tensor = prep.payload.val
+        T = model.config.block_size
+        high = len(val) - T
+        if high < 1:
+            raise DataError(f"The validation text has {len(val)} tokens, too few for windows of {T}.")
+        starts = torch.randint(high, (n,), generator=gen)
+        windows = torch.stack([val[s : s + T] for s in starts.tolist()])  # [N,T]
+        gold = [int(val[s + T]) for s in starts.tolist()]
+        queries = lm_queries(model, windows, tok)
+        units = [[_label(tok, int(t)) for t in w.tolist()] for w in windows]
+        labels = [f"val @{s}: …{''.join(u[-12:])!r} → ?" for s, u in zip(starts.tolist(), units)]
+        return HeldOut(family, "lm", queries, labels, units, gold, [None] * n,
+                       description=f"{n} windows of {T} tokens from the validation text")
+    if family == "vit":
+        val = prep.payload.val
+        if val.n == 0:
+            raise DataError("The validation split has no images.")
+        idx = torch.randperm(val.n, generator=gen)[: min(n, val.n)].tolist()
+        images = val.images[idx]
+        queries = classifier_queries(model, images)
+        names = prep.class_names or bundle.class_names or []
+        gold = [int(val.labels[i]) for i in idx]
+        masks = [None if val.masks is None else val.masks[i] for i in idx]
+        rows, cols = model.grid
+        units = [[f"r{r}c{c}" for r in range(rows) for c in range(cols)] for _ in idx]
+        labels = [f"val #{i}: {names[g] if g < len(names) else g}" for i, g in zip(idx, gold)]
+        return HeldOut(family, "classifier", queries, labels, units, gold, masks, list(names),
+                       description=f"{len(idx)} validation images")
+    data = prep.payload
+    n_val = len(data.val_src)
+    if n_val == 0:
+        raise DataError("The validation split has no pairs.")
+    idx = torch.randperm(n_val, generator=gen)[: min(n, n_val)].tolist()
+    queries, gold, steps = seq2seq_queries(model, [data.val_src[i] for i in idx], gen, tok,
+                                           [data.val_tgt[i] for i in idx])
+    units = [[_label(tok, int(t)) for t in q.inputs[0].tolist()] for q in queries]
+    labels = [f"val #{i}: {data.val_text[i][0]!r}, output step {s}" for i, s in zip(idx, steps)]
+    return HeldOut(family, "seq2seq", queries, labels, units, gold, [None] * len(queries),
+                   description=f"{len(queries)} validation pairs, one output step each")

@@ -1,0 +1,256 @@
+"""Run any experiment by name on a checkpoint: what the Experiments view and the CLI call.
+
+    gen = iter_experiment("permutation", bundle, ExperimentOptions(n=200, seed=0), workspace=ws)
+    result = drive(gen, progress=print)
+
+Held-out examples come from the checkpoint's validation split (experiments_data). Seed
+variance and the uniform retrain train new checkpoints through the trainer, named
+``<checkpoint>-seed<S>`` and ``<checkpoint>-uniform``; existing ones are reused.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from torch import nn
+
+from playground.analysis import experiments_erasure as er
+from playground.analysis import experiments_jw as jw
+from playground.analysis import experiments_wp as wp
+from playground.analysis.experiments_core import ExperimentGen, Progress, StopFlag, is_stopped
+from playground.analysis.experiments_data import HeldOut, load_held_out
+from playground.errors import PlaygroundError
+
+EXPERIMENTS: dict[str, str] = {
+    "agreement": "J&W: Kendall τ of attention views vs gradient and leave-one-out",
+    "permutation": "J&W: permute the explained attention row 100× (median TVD of the output)",
+    "adversarial": "J&W: adversarial attention within ε (maximum JSD)",
+    "uniform": "W&P: metrics with attention frozen uniform vs learned (and a uniform retrain if present)",
+    "seeds": "W&P: JSD between the attention of models retrained with other seeds, next to adversarial JSD",
+    "diagnostic": "W&P: logistic regression on attention-pooled frozen embeddings (learned/uniform/permuted/adversarial)",
+    "erasure": "S&S: erase units in each ranking's order until the decision flips",
+    "aopc": "Deletion/insertion curves, AOPC and ERASER comprehensiveness/sufficiency",
+    "pointing": "Pointing game over vit-shapes images with object masks",
+}
+
+
+@dataclass
+class ExperimentOptions:
+    """Every knob of every experiment (each uses the ones it needs)."""
+
+    n: int = 50  # held-out examples
+    seed: int = 0  # example draw and every random choice of the run
+    module: str | None = None  # attention module intervened on (default: last layer's)
+    heads: list[int] | None = None  # None = all heads
+    n_perm: int = 100
+    k: int = 5  # adversaries per example
+    epsilon: float | None = None  # None: 0.01 classifiers, 0.05 next-token / seq2seq
+    steps: int = 500  # adversarial Adam steps
+    lr: float = 0.01
+    views: tuple[str, ...] = jw.DEFAULT_VIEWS
+    references: tuple[str, ...] = jw.DEFAULT_REFERENCES
+    methods: tuple[str, ...] | None = None  # erasure / aopc / pointing (None: the experiment's default)
+    level: str = "attention"  # erasure: attention | input
+    random_draws: int = 20
+    seeds: tuple[int, ...] = (1, 2)  # seed variance: extra training seeds
+    retrain_steps: int | None = None  # None: the preset's max_steps
+    diagnostic_steps: int = 100  # adversarial steps per example in the diagnostic
+    eval_examples: int | None = None  # uniform baseline: validation examples (None: the preset's)
+    device: str = "cpu"
+    max_steps_cap: int | None = None  # demo servers cap retraining
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def seed_name(checkpoint: str, seed: int) -> str:
+    return f"{checkpoint}-seed{seed}"
+
+
+def uniform_name(checkpoint: str) -> str:
+    return f"{checkpoint}-uniform"
+
+
+def private_copy(model: nn.Module) -> nn.Module:
+    """A deep copy in eval mode: captum's hooks on it cannot disturb other users of a cached model."""
+    return copy.deepcopy(model).eval()
+
+
+def _settings(name: str, bundle: Any, held: HeldOut | None, opts: ExperimentOptions) -> dict[str, Any]:
+    return {"checkpoint": bundle.name, "family": bundle.family, "n_examples": None if held is None else len(held),
+            "examples": None if held is None else held.description, "options": opts.to_dict()}
+
+
+def iter_experiment(name: str, bundle: Any, options: ExperimentOptions | None = None, workspace: Any = None,
+                    stop: StopFlag = None, held: HeldOut | None = None) -> ExperimentGen:
+    """The experiment ``name`` on ``bundle`` (a loaded playground.bundle.Bundle) as a progress generator.
+
+    ``held`` reuses already drawn examples (their queries must use the model given as bundle.model).
+    """
+    if name not in EXPERIMENTS:
+        raise PlaygroundError(f"Unknown experiment {name!r}; choose one of {', '.join(EXPERIMENTS)}.")
+    o = options or ExperimentOptions()
+    if o.n < 1:
+        raise PlaygroundError("Use at least one example.")
+    if name == "uniform":
+        return (yield from _uniform(bundle, o, workspace, stop))
+    if name == "seeds":
+        return (yield from _seeds(bundle, o, workspace, stop))
+    if held is None:
+        yield Progress(name, 0, o.n, "drawing held-out examples")
+        held = load_held_out(bundle, o.n, o.seed, workspace)
+    result = yield from _on_examples(name, held, o, stop, _settings(name, bundle, held, o))
+    result.extra["example_labels"] = held.labels[: len(held)]
+    if name == "adversarial":
+        result.extra["units"] = {key: held.units[int(key)] for key in result.extra.get("attention", {})}
+    return result
+
+
+def _on_examples(name: str, held: HeldOut, o: ExperimentOptions, stop: StopFlag, settings: dict[str, Any]) -> ExperimentGen:
+    q = held.queries
+    if name == "agreement":
+        layer, head = _layer_head(held, o)
+        return (yield from jw.iter_agreement(q, o.views, o.references, layer=layer, head=head, stop=stop,
+                                             settings=settings))
+    if name == "permutation":
+        return (yield from jw.iter_permutation(q, o.module, o.heads, o.n_perm, o.seed, stop, settings))
+    if name == "adversarial":
+        return (yield from jw.iter_adversarial(q, o.module, o.heads, o.k, o.epsilon, o.steps, o.lr, seed=o.seed,
+                                               stop=stop, settings=settings))
+    if name == "diagnostic":
+        return (yield from wp.iter_diagnostic(q, held.gold, None, wp.DIAGNOSTIC_VARIANTS, o.module, o.heads, o.seed,
+                                              o.diagnostic_steps, o.epsilon, stop, settings))
+    if name == "erasure":
+        return (yield from er.iter_erasure(q, o.methods or er.ERASURE_METHODS, o.level, o.module, o.heads,
+                                           o.random_draws, o.seed, stop=stop, settings=settings))
+    if name == "aopc":
+        return (yield from er.iter_curves(q, o.methods or er.CURVE_METHODS, er.AOPC_BINS, max(1, o.random_draws // 2),
+                                          o.seed, o.module, o.heads, stop=stop, settings=settings))
+    return (yield from er.iter_pointing(q, held.masks, o.methods or er.POINTING_METHODS, o.seed, stop=stop,
+                                        settings=settings))
+
+
+def _layer_head(held: HeldOut, o: ExperimentOptions) -> tuple[int | None, int | None]:
+    """The per-input analyzer's (layer index, head) for the chosen module / a single chosen head."""
+    from playground.analysis.attention_methods import explaining_maps
+
+    layer = None
+    if o.module and held.queries:
+        names = explaining_maps(held.queries[0].model, held.kind)
+        if o.module not in names:
+            raise PlaygroundError(f"Attention module {o.module!r} is not one of {names}.")
+        layer = names.index(o.module)
+    head = o.heads[0] if o.heads is not None and len(o.heads) == 1 else None
+    return layer, head
+
+
+def _load(name: str, workspace: Any, device: str) -> Any:
+    from playground.bundle import load_bundle
+
+    return load_bundle(name, workspace, device=device)
+
+
+def _uniform(bundle: Any, o: ExperimentOptions, workspace: Any, stop: StopFlag) -> ExperimentGen:
+    yield Progress("uniform", 0, 3, "rebuilding the validation data")
+    evaluate = wp.evaluator_for(bundle, workspace, o.device, o.eval_examples)
+    retrained = None
+    if workspace is not None and workspace.exists("models", uniform_name(bundle.name)):
+        retrained = _load(uniform_name(bundle.name), workspace, o.device).model
+    settings = _settings("uniform", bundle, None, o)
+    settings["retrained"] = uniform_name(bundle.name) if retrained is not None else None
+    return (yield from wp.iter_uniform(bundle.model, evaluate, None, retrained, stop, settings))
+
+
+def iter_retrain_uniform(bundle: Any, workspace: Any, options: ExperimentOptions | None = None,
+                         stop: StopFlag = None) -> ExperimentGen:
+    """Retrain the checkpoint's preset with frozen uniform attention into ``<checkpoint>-uniform``
+    (ConfigError when the models have no such switch)."""
+    o = options or ExperimentOptions()
+    overrides = wp.uniform_model_override(bundle.family)
+    return (yield from wp.iter_retrain(bundle, workspace, uniform_name(bundle.name), overrides, o.retrain_steps,
+                                       o.device, stop, o.max_steps_cap))
+
+
+def _seeds(bundle: Any, o: ExperimentOptions, workspace: Any, stop: StopFlag) -> ExperimentGen:
+    if workspace is None:
+        raise PlaygroundError("Seed variance trains new checkpoints: it needs a workspace.")
+    seeds = [s for s in dict.fromkeys(o.seeds)]
+    if not seeds:
+        raise PlaygroundError("Give at least one extra training seed (e.g. 1,2).")
+    names = []
+    for s in seeds:
+        name = seed_name(bundle.name, s)
+        names.append(name)
+        if workspace.exists("models", name):
+            yield Progress("seeds", 0, o.n, f"reusing {name}")
+            continue
+        for ev in wp.iter_retrain(bundle, workspace, name, {"train.seed": s}, o.retrain_steps, o.device, stop,
+                                  o.max_steps_cap):
+            yield Progress("seeds", 0, o.n, f"training {name}: {ev.message}")
+        if is_stopped(stop):
+            result = wp.SeedResult(settings=_settings("seeds", bundle, None, o), stopped=True, n_requested=o.n)
+            return result
+    models = [bundle.model] + [_load(n, workspace, o.device).model for n in names]
+    held = load_held_out(bundle, o.n, o.seed, workspace)
+    settings = _settings("seeds", bundle, held, o)
+    settings["models"] = [bundle.name, *names]
+    adv = None
+    if o.steps > 0:
+        adv_gen = jw.iter_adversarial(held.queries, o.module, None, o.k, o.epsilon, o.steps, o.lr, seed=o.seed,
+                                      stop=stop, keep_attention=False)
+        while True:
+            try:
+                ev = next(adv_gen)
+            except StopIteration as done:
+                adv = done.value
+                break
+            yield Progress("seeds", 0, o.n, f"adversarial search: {ev.done}/{ev.total}", ev.elapsed_s)
+        adv_jsd = [float("nan")] * len(held)
+        for r in adv.rows:
+            adv_jsd[r.example] = r.max_jsd
+        settings["adversarial"] = {"epsilon": adv.settings["epsilon"], "steps": o.steps}
+    else:
+        adv_jsd = None
+    return (yield from wp.iter_seed_variance(models, held.queries, o.module, adv_jsd, stop, settings))
+
+
+def parse_heads(text: str | None) -> list[int] | None:
+    """'all' / '' -> None; '0, 2' -> [0, 2]."""
+    if text is None or not str(text).strip() or str(text).strip().lower() == "all":
+        return None
+    try:
+        return [int(t) for t in str(text).replace(" ", "").split(",") if t]
+    except ValueError:
+        raise PlaygroundError(f"Heads must be 'all' or comma-separated numbers like 0,2; got {text!r}.") from None
+
+
+def parse_ints(text: str | Sequence[int] | None) -> tuple[int, ...]:
+    """'1, 2,3' -> (1, 2, 3)."""
+    if text is None:
+        return ()
+    if not isinstance(text, str):
+        return tuple(int(t) for t in text)
+    try:
+        return tuple(int(t) for t in text.replace(" ", "").split(",") if t)
+    except ValueError:
+        raise PlaygroundError(f"Expected comma-separated whole numbers, got {text!r}.") from None
+
+
+def module_choices(model: nn.Module, kind: str) -> list[str]:
+    """Attention modules an experiment can intervene on (last layer first in the UI)."""
+    from playground.analysis.experiments_core import explained_modules
+
+    return list(reversed(explained_modules(model, kind)))
+
+
+def family_kind(family: str) -> str:
+    from playground.models.registry import get_family
+
+    return get_family(family).kind
+
+
+__all__ = ["EXPERIMENTS", "ExperimentOptions", "iter_experiment", "iter_retrain_uniform", "parse_heads", "parse_ints",
+           "module_choices", "family_kind", "seed_name", "uniform_name", "private_copy"]

@@ -1,0 +1,380 @@
+"""Plain-language summaries of the experiments: what came out, with the numbers, and what the
+experiment can and cannot show.
+
+``summarize(result) -> Summary``; ``Summary.to_markdown()`` is what the view and the CLI print.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from playground.analysis.experiments_core import LN2, ExperimentResult
+
+
+@dataclass
+class Summary:
+    """A headline, the findings in words, and the experiment's reach."""
+
+    title: str
+    findings: list[str]
+    can_show: str
+    cannot_show: str
+    notes: list[str] = field(default_factory=list)
+
+    def to_markdown(self) -> str:
+        lines = [f"### {self.title}", ""]
+        lines += [f"- {f}" for f in self.findings]
+        lines += ["", f"**What this can show:** {self.can_show}", "", f"**What it cannot show:** {self.cannot_show}"]
+        if self.notes:
+            lines += [""] + [f"_Note: {n}_" for n in self.notes]
+        return "\n".join(lines)
+
+    def to_text(self) -> str:
+        return self.to_markdown().replace("### ", "").replace("**", "").replace("_Note:", "Note:").replace("_\n", "\n").rstrip("_")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"title": self.title, "findings": self.findings, "can_show": self.can_show,
+                "cannot_show": self.cannot_show, "notes": self.notes}
+
+
+def _g(x: Any, digits: int = 3) -> str:
+    """A number for prose: 3 significant digits, 'n/a' for NaN/None."""
+    if x is None:
+        return "n/a"
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return str(x)
+    if not math.isfinite(f):
+        return "n/a"
+    if f != 0 and abs(f) < 10 ** -(digits):
+        return f"{f:.1e}"
+    return f"{f:.{digits}g}" if abs(f) >= 1 else f"{f:.{digits}f}".rstrip("0").rstrip(".") if f else "0"
+
+
+def _pct(x: Any) -> str:
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return "n/a"
+    return "n/a" if not math.isfinite(f) else f"{100 * f:.0f}%"
+
+
+def _output_name(kind: str | None) -> str:
+    return {"lm": "next-token distribution", "classifier": "class distribution",
+            "seq2seq": "output-token distribution"}.get(kind or "", "output distribution")
+
+
+def _where(settings: dict[str, Any]) -> str:
+    module = settings.get("module") or "the last layer"
+    heads = settings.get("heads")
+    layer = _layer_words(module)
+    return layer + (f" (heads {', '.join(map(str, heads))})" if heads else " (all heads)")
+
+
+def _layer_words(module: str) -> str:
+    parts = module.split(".")
+    nums = [p for p in parts if p.isdigit()]
+    if module == "decoder.attention":
+        return "the decoder's attention"
+    if "cross_attn" in module and nums:
+        return f"decoder layer {int(nums[0]) + 1}'s cross-attention"
+    if nums:
+        return f"layer {int(nums[0]) + 1} ({module})"
+    return module
+
+
+def _stopped(result: ExperimentResult) -> list[str]:
+    if result.stopped:
+        return [f"Stopped early: {result.examples_done} of {result.n_requested} examples finished; the numbers cover those."]
+    return []
+
+
+# ----------------------------------------------------------------------------------------
+
+
+def summarize_permutation(result: Any) -> Summary:
+    st = result.stats()
+    n = result.n_done
+    med = st["median_tvd"]
+    small = st["small_tvd"]
+    below = st["share_below"]
+    k_below = round(below * n) if n else 0
+    s = result.settings
+    findings = []
+    if n == 0:
+        findings.append("No example had two or more real positions to permute.")
+    else:
+        findings.append(
+            f"Permuting attention in {_where(s)} {s.get('n_perm', 100)} times per example changed the "
+            f"{_output_name(s.get('kind'))} by a median TVD of {_g(med['median'])} (per-example medians "
+            f"{_g(med['min'])}–{_g(med['max'])}); on {k_below} of {n} examples the median TVD stayed at or below {_g(small)}.")
+        flips = [r.flip_share for r in result.rows]
+        findings.append(f"{_pct(sum(flips) / len(flips))} of the permutations changed the predicted output.")
+        if below >= 0.8:
+            findings.append("Attention there is not needed for the prediction on most examples: where it points hardly matters.")
+        elif below <= 0.2:
+            findings.append("The prediction depends on where this attention points: scrambling it moves the output.")
+        else:
+            findings.append("The picture is mixed: on some examples the attention matters, on others it does not.")
+        rho = st.get("corr_max_attention")
+        if rho is not None and math.isfinite(rho):
+            findings.append(f"Examples with peakier attention (higher maximum weight) changed "
+                            f"{'more' if rho > 0 else 'less'} (Spearman ρ = {_g(rho, 2)} between maximum weight and median TVD).")
+    if st.get("n_skipped"):
+        findings.append(f"{st['n_skipped']} example(s) had fewer than two real positions and were skipped.")
+    return Summary(
+        "Random permutation (Jain & Wallace 2019)", findings,
+        "Whether this one attention row matters for this output when everything computed before it is held fixed: "
+        "a small TVD means the output does not depend on how the weights are arranged over the positions.",
+        "That attention explains (or fails to explain) the prediction. A row that does not matter can be "
+        "bypassed through the residual stream or other heads; a row that matters may still not be the reason "
+        "in human terms. Layers after this one recompute from the permuted result.",
+        _stopped(result))
+
+
+def summarize_adversarial(result: Any) -> Summary:
+    st = result.stats()
+    s = result.settings
+    n = result.n_done
+    mj = st["max_jsd"]
+    findings = []
+    if n == 0:
+        findings.append("No example had two or more real positions to redistribute attention over.")
+    else:
+        found = st["share_found"]
+        findings.append(
+            f"Within ε = {_g(s.get('epsilon'))} TVD of the {_output_name(s.get('kind'))}, the search "
+            f"({s.get('k')} adversaries, {s.get('steps')} Adam steps) found different attention in {_where(s)} on "
+            f"{round(found * n)} of {n} examples.")
+        findings.append(
+            f"The largest JSD from the original attention per example had median {_g(mj['median'])} "
+            f"(mean {_g(mj['mean'])}, max {_g(mj['max'])}; ln 2 = {LN2:.3f} is the most two distributions can differ); "
+            f"{_pct(st['share_above'])} of examples reached JSD ≥ {_g(st['high_jsd'])}.")
+        if math.isfinite(mj["median"]) and mj["median"] >= 0.4:
+            findings.append("Very different attention gives practically the same output: this attention is not the "
+                            "unique way the model can reach its prediction.")
+        elif math.isfinite(mj["median"]) and mj["median"] < 0.15:
+            findings.append("Attention could hardly be changed without changing the output: it is tightly tied to "
+                            "the prediction here.")
+    return Summary(
+        "Adversarial attention (Jain & Wallace 2019)", findings,
+        "How far the attention can be pushed, example by example, while the output stays within ε: a large JSD "
+        "means the same output is reachable with very different attention.",
+        "That the model would ever produce such attention: the adversaries are set per example, not learned by a "
+        "model (Wiegreffe & Pinter: compare with the JSD between seeds, and with adversaries trained as models). "
+        "A failure to find adversaries is not proof that none exist (the search is local).",
+        _stopped(result))
+
+
+def summarize_agreement(result: Any) -> Summary:
+    from playground.analysis.experiments_jw import JW_TABLE2
+
+    pairs = result.stats()["pairs"]
+    findings = []
+    main = [p for p in pairs if not p["reference_pair"]]
+    refs = [p for p in pairs if p["reference_pair"]]
+    for p in main:
+        findings.append(f"τ({p['method_a']}, {p['method_b']}) = {_g(p['mean_tau'], 2)} ± {_g(p['std_tau'], 2)} over "
+                        f"{p['n']} examples; p ≤ 0.05 on {_pct(p['share_p05'])}.")
+    for p in refs:
+        findings.append(f"Reference: τ({p['method_a']}, {p['method_b']}) = {_g(p['mean_tau'], 2)} ± {_g(p['std_tau'], 2)} "
+                        f"(p ≤ 0.05 on {_pct(p['share_p05'])}).")
+    if main and refs:
+        best_attn = max(p["mean_tau"] for p in main if math.isfinite(p["mean_tau"])) if any(
+            math.isfinite(p["mean_tau"]) for p in main) else math.nan
+        ref = refs[0]["mean_tau"]
+        if math.isfinite(best_attn) and math.isfinite(ref):
+            if ref > best_attn:
+                findings.append("As in Jain & Wallace, the gradient-based and leave-one-out importances agree with each "
+                                "other more than any attention view agrees with them.")
+            else:
+                findings.append("Unlike Jain & Wallace's BiLSTMs, an attention view agrees with the references at least "
+                                "as well as they agree with each other.")
+    sst, imdb, ag = JW_TABLE2[0], JW_TABLE2[1], JW_TABLE2[2]
+    findings.append(f"For scale, Jain & Wallace's BiLSTM + additive attention: τ(α, gradient) = {sst['tau_attn_grad']} (SST), "
+                    f"{imdb['tau_attn_grad']} (IMDB), {ag['tau_attn_grad']} (AG News); τ(gradient, LOO) = "
+                    f"{sst['tau_grad_loo']}, {imdb['tau_grad_loo']}, {ag['tau_grad_loo']}.")
+    notes = _stopped(result)
+    if result.settings.get("skipped_methods"):
+        notes.append(f"Not available for this model: {', '.join(result.settings['skipped_methods'])}.")
+    return Summary(
+        "Agreement with gradients and leave-one-out (Jain & Wallace 2019)", findings,
+        "How similarly attention and other importance measures rank the input units, example by example, "
+        "and how that compares with the published BiLSTM numbers.",
+        "Which ranking is right: gradients and leave-one-out are explanations with their own failure modes. "
+        "Kendall τ weighs every swap equally, so disagreement among many unimportant units lowers τ even when "
+        "the top units agree (look at top-k overlap in the per-input view).",
+        notes)
+
+
+def summarize_uniform(result: Any) -> Summary:
+    from playground.analysis.experiments_wp import LEARNED, RETRAINED, UNIFORM
+
+    v = result.stats()["variants"]
+    learned, uni, re = v.get(LEARNED, {}), v.get(UNIFORM, {}), v.get(RETRAINED, {})
+    findings = []
+    for metric in learned:
+        line = f"{metric}: {_g(learned[metric])} with learned attention, {_g(uni.get(metric))} with attention frozen uniform"
+        if metric in re:
+            line += f", {_g(re[metric])} for a model retrained with uniform attention"
+        findings.append(line + ".")
+    key = next((m for m in ("accuracy", "exact_match", "token_accuracy") if m in learned), None)
+    if key is not None and key in uni:
+        drop = learned[key] - uni[key]
+        ref = re.get(key, uni[key])
+        gap = learned[key] - ref
+        if gap <= 0.02:
+            findings.append(f"Uniform attention does about as well ({key} {_g(ref)} vs {_g(learned[key])}): attention is not needed "
+                            "for this task, so showing that it can be manipulated says little (Wiegreffe & Pinter).")
+        else:
+            findings.append(f"Uniform attention costs {_g(drop)} in {key}: the task needs learned attention, so "
+                            "manipulation experiments on it are meaningful.")
+    elif "val_loss" in learned and "val_loss" in uni:
+        findings.append(f"Frozen uniform attention changes the validation loss by {_g(uni['val_loss'] - learned['val_loss'])} nats.")
+    return Summary(
+        "Uniform-attention baseline (Wiegreffe & Pinter 2019)", findings,
+        "Whether the task needs learned attention at all; if uniform attention does as well, the permutation and "
+        "adversarial results say nothing about explanation.",
+        "Freezing attention at test time puts the model off its training distribution, so a drop overstates "
+        "attention's necessity; only a model retrained with uniform attention is the fair comparison.",
+        _stopped(result))
+
+
+def summarize_seeds(result: Any) -> Summary:
+    st = result.stats()
+    findings = [f"Across {result.settings.get('n_models')} models of the same preset with different seeds, the explained "
+                f"attention rows differed by a mean JSD of {_g(st['mean_jsd']['mean'])} (median {_g(st['mean_jsd']['median'])}, "
+                f"largest pair on one example {_g(st['max_jsd']['max'])}) over {result.n_done} examples."]
+    adv = st["adversarial_jsd"]
+    if adv["n"]:
+        findings.append(f"The adversarial search reached a mean JSD of {_g(adv['mean'])} on the same examples.")
+        if adv["mean"] > 2 * st["mean_jsd"]["mean"]:
+            findings.append("The adversaries go well beyond the variation between seeds: they are unusual attention, "
+                            "not something training would plausibly produce.")
+        else:
+            findings.append("The adversaries stay within the range seeds already produce: attention this different "
+                            "arises naturally from retraining, so it is weak evidence against explanation.")
+    return Summary(
+        "Seed variance (Wiegreffe & Pinter 2019)", findings,
+        "How much attention varies between equally good models — the yardstick for reading adversarial JSD.",
+        "Whether either model's attention is a faithful explanation; short runs may not have converged, which "
+        "inflates the seed variance.",
+        _stopped(result))
+
+
+def summarize_diagnostic(result: Any) -> Summary:
+    st = result.stats()
+    acc = st["accuracy"]
+    findings = []
+    if not acc:
+        findings.append(result.extra.get("note", "No diagnostic was fitted."))
+    else:
+        parts = ", ".join(f"{k} {_g(v)}" for k, v in acc.items())
+        findings.append(f"A logistic regression on attention-weighted averages of the frozen input embeddings reached "
+                        f"test accuracy: {parts} (the full model: {_g(st.get('model_accuracy'))}; always guessing the "
+                        f"majority class: {_g(st.get('majority_accuracy'))}).")
+        if "learned" in acc and "uniform" in acc:
+            if acc["learned"] > acc["uniform"] + 0.02:
+                findings.append("Learned attention weights help a model that has no context of its own: they carry "
+                                "information about which inputs matter for the task.")
+            else:
+                findings.append("Learned attention does not help the non-contextual predictor beyond uniform weights.")
+        if "adversarial" in acc and "learned" in acc and acc["adversarial"] + 0.02 < acc["learned"]:
+            findings.append("Adversarial weights, although they leave the original model's output unchanged, are less "
+                            "useful to the diagnostic: they are not interchangeable with the learned ones.")
+    return Summary(
+        "Diagnostic classifier (Wiegreffe & Pinter 2019)", findings,
+        "Whether the learned attention weights carry task-relevant information that is usable outside the model.",
+        "How the original model itself uses that information; a linear probe on averaged embeddings is a "
+        "weak reader, so a small gain is not proof of no information.",
+        _stopped(result))
+
+
+def summarize_erasure(result: Any) -> Summary:
+    stats = sorted(result.stats()["methods"], key=lambda m: m["mean_fraction_censored"])
+    level = result.settings.get("level", "attention")
+    how = ("zeroing their attention weights and renormalising" if level == "attention"
+           else "replacing them with the baseline token/patch")
+    findings = [f"Units were removed in each method's order ({how}) until the decision flipped."]
+    for m in stats:
+        if math.isfinite(m["mean_fraction"]):
+            findings.append(f"{m['method']}: flipped after removing {_pct(m['mean_fraction'])} of the units on average "
+                            f"(median {_pct(m['median_fraction'])}); never flipped on {_pct(m['share_never'])} of examples.")
+        else:
+            findings.append(f"{m['method']}: never flipped the decision.")
+    by = {m["method"]: m for m in stats}
+    att = by.get("attention")
+    if att is not None:
+        a = att["mean_fraction_censored"]
+        better = [m["method"] for m in stats if m["method"] not in ("attention", "random") and m["mean_fraction_censored"] < a]
+        if better:
+            findings.append(f"{', '.join(better)} flipped decisions with fewer removals than attention (counting a "
+                            "never-flipped example as all units), as Serrano & Smith found: attention ranks the decisive "
+                            "units less sharply.")
+        elif all(m["share_never"] == 1.0 for m in stats):
+            findings.append("No ranking flipped any decision: the predictions are robust to these removals.")
+        else:
+            findings.append("Attention's ranking flipped decisions at least as fast as the other rankings here.")
+    return Summary(
+        "Erasure to decision flip (Serrano & Smith 2019)", findings,
+        "Which ranking identifies the units whose removal changes the decision soonest — a test of how well each "
+        "ranking tracks what the decision depends on.",
+        "Removing units creates inputs the model never saw; a late flip can mean redundancy in the input rather than "
+        "a bad ranking. Many examples never flipping makes the fractions rest on few examples.",
+        _stopped(result))
+
+
+def summarize_curves(result: Any) -> Summary:
+    stats = sorted(result.stats()["methods"], key=lambda m: -m["aopc_deletion"])
+    bins = ", ".join(f"{round(100 * b)}%" for b in result.settings.get("bins", []))
+    findings = [f"Deletion AOPC over the bins {bins} (higher = removing the top-ranked units hurts the prediction more):"]
+    for m in stats:
+        findings.append(f"{m['method']}: deletion AOPC {_g(m['aopc_deletion'])}, insertion AOPC {_g(m['aopc_insertion'])}, "
+                        f"comprehensiveness {_g(m['comprehensiveness'])}, sufficiency {_g(m['sufficiency'])} (lower is better).")
+    rnd = next((m for m in stats if m["method"] == "random"), None)
+    if rnd is not None:
+        worse = [m["method"] for m in stats if m["method"] != "random" and m["aopc_deletion"] <= rnd["aopc_deletion"]]
+        if worse:
+            findings.append(f"{', '.join(worse)} did no better than a random order on deletion.")
+    return Summary(
+        "Deletion / insertion curves, AOPC and ERASER faithfulness", findings,
+        "How quickly the probability of the explained output falls when each method's top units are removed "
+        "(and rises when only they are kept), compared with a random order.",
+        "Replacing units with a baseline token or black patch is out of distribution, so part of the change is the "
+        "model reacting to the odd input; and it says nothing about whether a ranking is plausible to people.",
+        _stopped(result))
+
+
+def summarize_pointing(result: Any) -> Summary:
+    stats = sorted(result.stats()["methods"], key=lambda m: -m["mean_mass_share"])
+    findings = [f"{m['method']}: {_pct(m['mean_mass_share'])} of the top-k importance lies on the object; the top patch "
+                f"hits it on {_pct(m['hit_rate'])} of {m['n']} images." for m in stats]
+    return Summary(
+        "Pointing game on vit-shapes", findings,
+        "Whether each method's importance lands on the object that defines the class (known masks).",
+        "Faithfulness: a model may legitimately use background or edges, and a method that points at the object "
+        "may do so because objects are salient, not because the model relies on them.",
+        _stopped(result))
+
+
+SUMMARIZERS = {
+    "permutation": summarize_permutation,
+    "adversarial": summarize_adversarial,
+    "agreement": summarize_agreement,
+    "uniform": summarize_uniform,
+    "seeds": summarize_seeds,
+    "diagnostic": summarize_diagnostic,
+    "erasure": summarize_erasure,
+    "aopc": summarize_curves,
+    "pointing": summarize_pointing,
+}
+
+
+def summarize(result: ExperimentResult) -> Summary:
+    """The plain-language summary of any experiment result."""
+    fn = SUMMARIZERS.get(result.experiment)
+    if fn is None:
+        return Summary(result.experiment, [f"{result.n_done} examples."], "", "")
+    return fn(result)

@@ -1,0 +1,191 @@
+"""`python -m playground analyze experiment NAME CHECKPOINT [--n N] [--seed S] [--out FILE] ...`
+
+Runs one dataset-level experiment over N held-out examples of a checkpoint and prints its
+plain-language summary and numbers; ``--out`` writes CSV (one row per example) or JSON.
+
+    python -m playground analyze experiment permutation my-gpt --n 200 --out perm.csv
+    python -m playground analyze experiment adversarial my-vit --n 50 --epsilon 0.01 --out adv.json
+    python -m playground analyze experiment seeds my-rnn --seeds 1,2 --retrain-steps 500
+    python -m playground analyze experiment retrain-uniform my-rnn   # needs a uniform-attention switch
+    python -m playground analyze experiment bench                   # speed of the permutation test
+
+Ctrl-C stops the run and keeps (prints and writes) the finished examples.
+``playground.cli.analyze`` routes ``analyze experiment ...`` here through :func:`configure`.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from playground.errors import PlaygroundError
+
+ACTIONS = ("retrain-uniform", "bench")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the experiment arguments to ``parser`` (the `analyze experiment` parser)."""
+    from playground.analysis.experiments_run import EXPERIMENTS
+
+    names = [*EXPERIMENTS, *ACTIONS]
+    parser.description = "Dataset-level attention experiments: " + "; ".join(f"{k}: {v}" for k, v in EXPERIMENTS.items())
+    parser.add_argument("name", choices=names, metavar="NAME", help=f"one of {', '.join(names)}")
+    parser.add_argument("checkpoint", nargs="?", default=None, help="a model name in the workspace or a bundle folder")
+    parser.add_argument("--n", type=int, default=None, help="held-out examples (default 50; bench: 200)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the example draw and every random choice (default 0)")
+    parser.add_argument("--out", default=None, help="write FILE.csv (one row per example) or FILE.json (everything)")
+    parser.add_argument("--module", default=None, help="attention module to intervene on, e.g. blocks.2.attn (default: last layer)")
+    parser.add_argument("--heads", default=None, help="heads, e.g. 0,2 (default: all)")
+    parser.add_argument("--epsilon", type=float, default=None, help="adversarial TVD bound (default 0.01 classifiers, 0.05 otherwise)")
+    parser.add_argument("--n-perm", type=int, default=100, help="permutations per example (default 100)")
+    parser.add_argument("--steps", type=int, default=500, help="adversarial Adam steps (default 500; seeds: 0 skips the adversaries)")
+    parser.add_argument("--k", type=int, default=5, help="adversaries per example (default 5)")
+    parser.add_argument("--views", default=None, help="agreement: attention views (default attention,attention_mean,rollout,norm)")
+    parser.add_argument("--references", default=None, help="agreement: references (default saliency,loo)")
+    parser.add_argument("--methods", default=None, help="erasure / aopc / pointing: rankings (default: the experiment's)")
+    parser.add_argument("--level", default="attention", choices=["attention", "input"], help="erasure level (default attention)")
+    parser.add_argument("--seeds", default="1,2", help="seed variance: extra training seeds (default 1,2)")
+    parser.add_argument("--retrain-steps", type=int, default=None, help="steps of each retraining (default: the preset's)")
+    parser.add_argument("--threads", type=int, default=2, help="bench: torch threads (default 2)")
+    parser.add_argument("--peer-n", type=int, default=None, help="bench: examples for the peer (default: --n)")
+    parser.add_argument("--device", default="cpu", help="auto|cpu|cuda|mps (default cpu)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.set_defaults(func=run)
+
+
+def register_experiment(subparsers: argparse._SubParsersAction) -> None:
+    """Mount as a subcommand ``experiment`` of an `analyze` subparsers object."""
+    parser = subparsers.add_parser("experiment", help="dataset-level attention experiments (J&W, W&P, S&S)")
+    configure(parser)
+
+
+def register_bench(targets: argparse._SubParsersAction) -> None:
+    """Mount the speed check as ``python -m playground bench experiments`` (a `bench` targets object)."""
+    parser = targets.add_parser("experiments", help="permutation test (ours vs the per-input building block) "
+                                                     "and adversarial search speed")
+    parser.add_argument("--n", type=int, default=200, help="examples (default 200)")
+    parser.add_argument("--n-perm", type=int, default=100, help="permutations per example (default 100)")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    parser.add_argument("--peer-n", type=int, default=None, help="examples for the peer (default: --n)")
+    parser.add_argument("--steps", type=int, default=500, help="adversarial steps; 0 skips it (default 500)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.set_defaults(func=run_bench)
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    """Print the permutation (and adversarial) speed figures."""
+    from playground.analysis.experiments_bench import bench_adversarial, bench_permutation, format_bench
+
+    figures = bench_permutation(args.n or 200, args.n_perm, args.threads, args.peer_n, args.seed)
+    if args.steps:
+        figures["adversarial"] = bench_adversarial(3, args.steps, args.threads, args.seed)
+    print(format_bench(figures))
+    return 0
+
+
+def _split(text: str | None) -> tuple[str, ...] | None:
+    if text is None:
+        return None
+    return tuple(t.strip() for t in text.split(",") if t.strip())
+
+
+def options_from(args: argparse.Namespace) -> Any:
+    from playground.analysis import experiments_jw as jw
+    from playground.analysis.experiments_run import ExperimentOptions, parse_heads, parse_ints
+    from playground.settings import resolve_device
+
+    return ExperimentOptions(
+        n=args.n or 50, seed=args.seed, module=args.module, heads=parse_heads(args.heads), n_perm=args.n_perm, k=args.k,
+        epsilon=args.epsilon, steps=args.steps, views=_split(args.views) or jw.DEFAULT_VIEWS,
+        references=_split(args.references) or jw.DEFAULT_REFERENCES, methods=_split(args.methods), level=args.level,
+        seeds=parse_ints(args.seeds), retrain_steps=args.retrain_steps, device=resolve_device(args.device))
+
+
+class _Printer:
+    """Progress lines on stderr, at most every 2 s (and the last one)."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet, self.last = quiet, 0.0
+
+    def __call__(self, event: Any, force: bool = False) -> None:
+        now = time.perf_counter()
+        if self.quiet or (not force and now - self.last < 2.0):
+            return
+        self.last = now
+        print(f"[{event.done}/{event.total}] {event.message}", file=sys.stderr, flush=True)
+
+
+def _drive(gen: Any, printer: _Printer) -> Any:
+    """Run a progress generator; Ctrl-C keeps the partial result (marked stopped)."""
+    partial = None
+    try:
+        while True:
+            try:
+                event = next(gen)
+            except StopIteration as done:
+                return done.value
+            if getattr(event, "partial", None) is not None:
+                partial = event.partial
+            printer(event)
+    except KeyboardInterrupt:
+        gen.close()
+        if partial is None:
+            raise
+        partial.stopped = True
+        print("interrupted: keeping the finished examples", file=sys.stderr)
+        return partial
+
+
+def format_result(result: Any) -> str:
+    """What the CLI prints: the plain-language summary and the aggregate numbers."""
+    import pandas as pd
+
+    from playground.analysis.experiments_summary import summarize
+
+    lines = [summarize(result).to_text(), ""]
+    st = result.stats()
+    table = None
+    for key in ("pairs", "methods"):
+        if key in st:
+            table = pd.DataFrame(st[key])
+    if result.experiment == "uniform":
+        table = result.table()
+    elif result.experiment == "diagnostic":
+        table = result.to_frame()
+    if table is not None and not table.empty:
+        pd.set_option("display.width", 200)
+        lines.append(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    lines.append(f"({result.examples_done} of {result.n_requested} done, {result.n_done} rows, {result.elapsed_s:.1f} s"
+                 f"{', stopped early' if result.stopped else ''})")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from playground.analysis.experiments_run import iter_experiment, iter_retrain_uniform
+    from playground.bundle import load_bundle
+    from playground.cli import workspace_from
+
+    printer = _Printer(args.quiet)
+    if args.name == "bench":
+        return run_bench(args)
+    if not args.checkpoint:
+        raise PlaygroundError(f"`analyze experiment {args.name}` needs a CHECKPOINT (a model name or bundle folder).")
+    if args.out and Path(args.out).suffix.lower() not in (".csv", ".json"):
+        raise PlaygroundError(f"--out must end in .csv or .json, got {Path(args.out).name!r}.")
+    workspace = workspace_from(args)
+    options = options_from(args)
+    bundle = load_bundle(args.checkpoint, workspace, device=options.device)
+    if args.name == "retrain-uniform":
+        name = _drive(iter_retrain_uniform(bundle, workspace, options), printer)
+        print(f"saved {name}")
+        return 0
+    result = _drive(iter_experiment(args.name, bundle, options, workspace), printer)
+    print(format_result(result))
+    if args.out:
+        path = Path(args.out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        result.save(path)
+        print(f"wrote {path}")
+    return 0

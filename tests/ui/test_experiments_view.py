@@ -1,0 +1,152 @@
+"""The Experiments view: handlers called directly, and the view served and driven through gradio_client."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import gradio as gr
+import pandas as pd
+import pytest
+import torch
+
+from playground.config import Preset
+from playground.settings import make_settings
+from playground.ui import experiments_view as view
+
+TRAIN = {"max_steps": 2, "batch_size": 4, "eval_interval": 2, "eval_iters": 1, "warmup_steps": 1, "log_interval": 1,
+         "save_optimizer": False, "preview": False}
+RUN_DEFAULTS = dict(n=3, seed=0, module=None, heads="all", epsilon="default", n_perm=10, steps=5, k=2,
+                    views=["attention"], references=["saliency", "loo"], methods=[], level="attention", seeds="1",
+                    retrain_steps=None)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    from playground.training.engine import run_training
+    from playground.workspace import Workspace
+
+    root = tmp_path_factory.mktemp("exp-view")
+    corpus = root / "corpus.txt"
+    corpus.write_text("a stitch in time saves nine. " * 50, encoding="utf-8")
+    settings = make_settings(root / "ws", device="cpu")
+    ws = Workspace(settings.workspace)
+    torch.manual_seed(0)
+    preset = Preset("tiny", "gpt", model={"block_size": 12, "n_layer": 2, "n_head": 2, "d_model": 16},
+                    data={"corpus": str(corpus), "tokenizer": "char"}, train=dict(TRAIN))
+    run_training(preset, ws, "tiny", device="cpu")
+    return ws, settings
+
+
+def run(env, experiment, **kw):
+    ws, settings = env
+    args = {**RUN_DEFAULTS, **kw}
+    return list(view.run_experiment(ws, settings, "tiny", experiment, *args.values()))
+
+
+def test_run_handler_yields_summary_chart_table_and_files(env):
+    outputs = run(env, "permutation")
+    status, summary, chart, table, files, result_path, slider = outputs[-1]
+    assert status.startswith("Done: 3 of 3") and "median TVD" in summary and "What it cannot show" in summary
+    assert chart.to_dict() and isinstance(table, pd.DataFrame) and not table.empty
+    assert [Path(f).suffix for f in files] == [".csv", ".json"] and all(Path(f).is_file() for f in files)
+    assert len(pd.read_csv(files[0])) == 3 and result_path == files[1]
+    assert slider["maximum"] == 2
+
+
+def test_adversarial_example_chart(env):
+    outputs = run(env, "adversarial")
+    result_path = outputs[-1][5]
+    data = json.loads(Path(result_path).read_text())
+    assert data["experiment"] == "adversarial" and set(data["extra"]["units"]) == set(data["extra"]["attention"])
+    chart = view.show_example(result_path, 1).to_dict()
+    values = chart["data"]["values"] if "values" in chart.get("data", {}) else next(iter(chart["datasets"].values()))
+    assert {v["which"] for v in values} <= {"original", "adversarial"} and len(values) >= 2
+    assert view.show_example(None, 0).to_dict()  # a hint, not an error
+
+
+def test_module_choices_and_options(env):
+    ws, settings = env
+    update = view.module_update(ws, settings, "tiny")
+    assert update["choices"][0] in ("blocks.1.attn", ("blocks.1.attn", "blocks.1.attn")) and len(update["choices"]) == 2
+    assert view.module_update(ws, settings, None)["choices"] == []
+    demo = make_settings(settings.workspace, device="cpu", demo=True)
+    opts = view.build_options(demo, 400, 1, "blocks.0.attn", "0,1", "0.01", 50, 100, 3, ["attention"], ["loo"], [],
+                              "input", "3,4", 20)
+    assert opts.n == demo.caps.max_analysis_examples and opts.heads == [0, 1] and opts.epsilon == 0.01
+    assert opts.seeds == (3, 4) and opts.level == "input" and opts.max_steps_cap == demo.caps.max_train_steps
+
+
+def test_errors_are_user_errors(env):
+    from playground.errors import PlaygroundError
+
+    with pytest.raises(PlaygroundError, match="checkpoint"):
+        list(view.run_experiment(env[0], env[1], None, "permutation", *RUN_DEFAULTS.values()))
+    with pytest.raises(PlaygroundError, match="checkpoint"):
+        list(view.retrain_uniform(env[0], env[1], None, 2, 0))
+
+
+def test_retrain_uniform_saves_a_uniform_copy(env):
+    from playground.bundle import load_bundle
+
+    ws, settings = env
+    *_, (status, version) = list(view.retrain_uniform(ws, settings, "tiny", 2, 7))
+    assert version == 8 and "tiny-uniform" in status
+    copy = load_bundle("tiny-uniform", ws)
+    assert copy.model_config.uniform_attention and not load_bundle("tiny", ws).model_config.uniform_attention
+
+
+def _mini_app(settings):
+    from playground.ui.context import AppContext
+    from playground.workspace import Workspace
+
+    with gr.Blocks() as app:
+        version, selection = gr.State(0), gr.State({})
+        with gr.Tabs() as tabs:
+            ctx = AppContext(settings, Workspace(settings.workspace), version, selection, tabs)
+            with gr.Tab("Experiments"):
+                view.build(ctx)
+        for fn, inputs, outputs, api_name in ctx.refreshers:
+            app.load(fn, inputs, outputs, api_name=api_name)
+    return app
+
+
+def test_view_accepts_a_shared_checkpoint_dropdown(env):
+    from playground.ui.context import AppContext
+    from playground.workspace import Workspace
+
+    settings = env[1]
+    with gr.Blocks() as app:
+        with gr.Tabs() as tabs:
+            ctx = AppContext(settings, Workspace(settings.workspace), gr.State(0), gr.State({}), tabs)
+            shared = gr.Dropdown(choices=["tiny"], value="tiny", label="Checkpoint")
+            with gr.Tab("Experiments"):
+                view.build(ctx, shared)
+    names = {d.api_name for d in app.fns.values()}
+    assert "experiments_run" in names and not ctx.refreshers  # the shared dropdown is refreshed by its owner
+    run_fn = next(d for d in app.fns.values() if d.api_name == "experiments_run")
+    assert run_fn.inputs[0] is shared
+
+
+def test_view_builds_inside_a_tab_and_runs_through_the_api(env):
+    from gradio_client import Client
+
+    from tests.conftest import free_port
+
+    app = _mini_app(env[1])
+    names = {d.api_name for d in app.fns.values()}
+    assert {"experiments_run", "experiments_stop", "experiments_example", "experiments_modules",
+            "experiments_retrain_uniform", "refresh_experiments_models"} <= names
+    port = free_port()
+    app.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        client = Client(f"http://127.0.0.1:{port}/", verbose=False)
+        choices = client.predict(None, api_name="/refresh_experiments_models")
+        assert "tiny" in json.dumps(choices)
+        out = client.predict("tiny", "permutation", 2, 0, None, "all", "default", 5, 5, 2, ["attention"], ["loo"], [],
+                             "attention", "1", None, api_name="/experiments_run")
+        status, summary = out[0], out[1]
+        assert "Done" in status and "median TVD" in summary
+        files = out[4]
+        assert len(files) == 2
+    finally:
+        app.close()
