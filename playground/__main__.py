@@ -6,9 +6,9 @@ same functions as the app's tabs.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 
+from playground.cli import register_modules
 from playground.errors import PlaygroundError
 
 SUBCOMMANDS = ("tokenizer", "train", "generate", "analyze", "bench", "list", "export")
@@ -18,14 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m playground", description="Transformer Playground from the command line.")
     parser.add_argument("--workspace", default=None, help="workspace folder (default: the repo's checkpoints/)")
     sub = parser.add_subparsers(dest="command", metavar="{" + ",".join(SUBCOMMANDS) + "}")
-    for name in SUBCOMMANDS:
-        try:
-            module = importlib.import_module(f"playground.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"playground.cli.{name}":
-                raise
-            continue
-        module.register(sub)
+    register_modules(sub, "playground.cli", SUBCOMMANDS)
     return parser
 
 

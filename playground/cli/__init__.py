@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 
 from playground.settings import make_settings
 from playground.workspace import Workspace
@@ -10,3 +11,15 @@ from playground.workspace import Workspace
 def workspace_from(args: argparse.Namespace) -> Workspace:
     """The workspace named by the global --workspace flag (default: the repo's checkpoints/)."""
     return Workspace(make_settings(getattr(args, "workspace", None)).workspace)
+
+
+def register_modules(subparsers: argparse._SubParsersAction, package: str, names: tuple[str, ...]) -> None:
+    """Call `register(subparsers)` of `package.<name>` for each name whose module exists."""
+    for name in names:
+        try:
+            module = importlib.import_module(f"{package}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{package}.{name}":
+                raise
+            continue
+        module.register(subparsers)
