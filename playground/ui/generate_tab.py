@@ -1,12 +1,464 @@
-"""Generate tab (skeleton; filled by its issue)."""
+"""Generate tab: sample from GPT checkpoints, translate with seq2seq ones, classify with ViT.
+
+Layout and wiring only; the work is done by `playground.generation` (decoders, filters,
+distribution table, rendering) and `playground.charts.generation` (charts). Per-user state is
+one gr.State holding the last result (tokens and probabilities, no model).
+"""
 from __future__ import annotations
 
-import gradio as gr
+import functools
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Any
 
-from playground.ui.context import AppContext, choices_update
+import gradio as gr
+import pandas as pd
+
+from playground.ui.context import AppContext, choices_update, user_errors
+
+MAX_SAMPLES = 8
+DEFAULT_MAX_NEW = 200
+HARD_MAX_NEW = 2000
+STREAM_EVERY_S = 0.08
+DIST_TOP = 25
+NO_MODEL = "Choose a checkpoint (train one in the Train tab first)."
+
+
+@dataclass(frozen=True)
+class Env:
+    """What the handlers need from the app: workspace, device, demo cap on new tokens."""
+
+    workspace: Any
+    device: str
+    max_new_tokens: int | None
+
+
+def _bundle(env: Env, name: str | None):
+    from playground.bundle import cached_bundle
+    from playground.errors import PlaygroundError
+
+    if not name:
+        raise PlaygroundError(NO_MODEL)
+    return cached_bundle(name, env.workspace, env.device)
+
+
+def _kind(bundle) -> str:
+    from playground.generation.api import family_kind
+
+    return family_kind(bundle)
+
+
+def describe(bundle) -> str:
+    """One line about a checkpoint: family, size, training step, metrics."""
+    cfg = bundle.model_config
+    kind = _kind(bundle)
+    size = []
+    for key in ("n_layer", "n_encoder_layers", "n_decoder_layers", "n_head", "d_model", "hidden", "block_size",
+                "max_len", "image_size", "vocab_size", "n_classes"):
+        if hasattr(cfg, key):
+            size.append(f"{key} {getattr(cfg, key)}")
+    metrics = bundle.config.get("metrics") or {}
+    shown = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in list(metrics.items())[:3])
+    what = {"lm": "Type a prompt; the model continues it.", "seq2seq": "Type a source sequence; the model decodes its output.",
+            "classifier": "Upload an image; the model gives class probabilities."}[kind]
+    params = bundle.model.num_parameters() if hasattr(bundle.model, "num_parameters") else None
+    return (f"**{bundle.name}** — {bundle.family} · {' · '.join(size)}"
+            + (f" · {params:,} parameters" if params else "")
+            + f" · step {bundle.config.get('step', 0)}" + (f" · {shown}" if shown else "") + f"\n\n{what}")
+
+
+# ---------------------------------------------------------------------------------------------
+# handlers (module level so tests can call them; `build` binds `env`)
+
+
+def refresh_models(env: Env, current: str | None):
+    """Dropdown update with the workspace's models (keeps the current choice)."""
+    return choices_update(env.workspace.names("models"), current)
+
+
+def select_model(env: Env, name: str | None):
+    """Adapt the controls to the checkpoint's family and load its validation samples."""
+    from playground.generation.samples import validation_samples
+
+    hidden = gr.update(visible=False)
+    if not name:
+        return (NO_MODEL, gr.update(visible=True, label="Prompt"), hidden, hidden, hidden, gr.update(visible=True),
+                hidden, gr.update(choices=[], value=None), None, None, None, "", None, None,
+                gr.update(choices=[], value=None), gr.update(visible=True))
+    try:
+        bundle = _bundle(env, name)
+    except Exception as exc:  # noqa: BLE001 - a broken checkpoint: say so, keep the tab usable
+        return (f"Cannot load {name!r}: {exc}", hidden, hidden, hidden, hidden, hidden, hidden,
+                gr.update(choices=[], value=None), None, None, None, "", None, None, gr.update(choices=[], value=None),
+                hidden)
+    kind = _kind(bundle)
+    samples = validation_samples(bundle, env.workspace)
+    sample_update = gr.update(choices=[s.label for s in samples], value=None,
+                              label=f"Validation samples ({len(samples)})" if samples else "Validation samples (none available)")
+    text = kind in ("lm", "seq2seq")
+    prompt_update = gr.update(visible=text, label="Prompt" if kind == "lm" else "Source",
+                              placeholder="Type a prompt (empty = start from scratch)" if kind == "lm" else "Type a source sequence")
+    return (
+        describe(bundle),
+        prompt_update,
+        gr.update(visible=kind == "classifier"),  # image column
+        gr.update(visible=kind == "lm"),  # sampling controls
+        gr.update(visible=kind == "seq2seq"),  # beam controls
+        gr.update(visible=text),  # generate button
+        gr.update(visible=kind == "classifier"),  # classify button
+        sample_update,
+        gr.update(value=None, visible=text),  # next-token distribution
+        gr.update(value=None, visible=kind == "seq2seq"),  # alignment
+        gr.update(value=None, visible=kind == "classifier"),  # class probabilities
+        "",  # output html
+        None,  # token table
+        None,  # result state
+        gr.update(choices=[], value=None, label="Pick a class" if kind == "classifier" else "Pick a generated token"),
+        gr.update(visible=text),  # max new tokens
+    )
+
+
+def pick_sample(env: Env, name: str | None, label: str | None):
+    """The chosen validation example into the prompt (text models) or the image input (ViT)."""
+    from playground.generation.samples import validation_samples
+
+    if not name or not label:
+        return gr.skip(), gr.skip()
+    bundle = _bundle(env, name)
+    for s in validation_samples(bundle, env.workspace):
+        if s.label == label:
+            if isinstance(s.input, str):
+                return s.input, gr.skip()
+            return gr.skip(), s.input
+    return gr.skip(), gr.skip()
+
+
+def _sampling(temperature, top_k, top_p, min_p, rep, freq, pres):
+    from playground.generation.filters import SamplingConfig
+
+    return SamplingConfig(temperature=float(temperature), top_k=int(top_k or 0), top_p=float(top_p),
+                          min_p=float(min_p), repetition_penalty=float(rep), frequency_penalty=float(freq),
+                          presence_penalty=float(pres))
+
+
+def _stops(text: str | None) -> tuple[str, ...]:
+    """Stop strings from a comma-separated field; \\n and \\t escapes allowed."""
+    if not text:
+        return ()
+    parts = [p.strip() for p in text.split(",")]
+    return tuple(p.encode("utf-8").decode("unicode_escape") for p in parts if p)
+
+
+def _seed(value) -> int | None:
+    if value is None or value == "":
+        return None
+    return int(value)
+
+
+def _csv(df: pd.DataFrame | None, stem: str) -> str | None:
+    """Write a DataFrame to a temp CSV for a download button."""
+    if df is None or len(df) == 0:
+        return None
+    tmp = tempfile.NamedTemporaryFile("w", suffix=".csv", prefix=f"{stem}-", delete=False, encoding="utf-8", newline="")
+    with tmp:
+        df.to_csv(tmp, index=False)
+    return tmp.name
+
+
+def _outputs_html(samples: list[tuple[str, list]], selected: tuple[int, int] | None = None) -> str:
+    """The legend, then each sample's (prompt, token events) as coloured tokens."""
+    from playground.generation.render import LEGEND, tokens_html
+
+    blocks = [LEGEND]
+    for i, (head, events) in enumerate(samples):
+        sel = selected[1] if selected and selected[0] == i else None
+        title = f"Sample {i + 1}" if len(samples) > 1 else None
+        blocks.append(tokens_html(None, events, head, selected=sel, title=title))
+    return "".join(blocks)
+
+
+def _final_html(state: dict[str, Any], selected: tuple[int, int] | None = None) -> str:
+    done, kind = state["done"], state["kind"]
+    html = _outputs_html([(s.prompt if kind == "lm" else "", s.events) for s in done.samples], selected)
+    if kind == "seq2seq":
+        html += f'<div style="margin-top:6px"><b>Output:</b> {gr_escape(done.samples[0].text)}</div>'
+    return html
+
+
+def _picker_choices(done) -> list[tuple[str, str]]:
+    from playground.generation.render import token_choices
+
+    out = []
+    many = len(done.samples) > 1
+    for s, sample in enumerate(done.samples):
+        for label, index in token_choices(sample.events):
+            out.append(((f"sample {s + 1} " if many else "") + label, f"{s}:{index}"))
+    return out
+
+
+def _stats(done, kind: str) -> str:
+    parts = [f"{done.new_tokens} tokens in {done.elapsed_s:.2f} s ({done.tokens_per_s:.0f} tok/s)"]
+    if done.seed is not None:
+        parts.append(f"seed **{done.seed}** (type it in Seed to repeat this run)")
+    reasons = sorted({s.stop_reason for s in done.samples})
+    parts.append("stopped: " + ", ".join(reasons))
+    if kind == "seq2seq":
+        s = done.samples[0]
+        parts.append(f"score {s.score:.3f}" + (f" (beam {done.info['beam_width']}, α {done.info['alpha']})"
+                                               if done.info.get("decoder") == "beam" else " (greedy)"))
+    return " · ".join(parts)
+
+
+def _alignment_plot(sample):
+    from playground.charts.generation import alignment_chart, alignment_frame
+
+    if sample.alignment is None or sample.alignment.size == 0:
+        return None, None
+    df = alignment_frame(sample.alignment, sample.source_tokens or [], sample.target_tokens or [])
+    return alignment_chart(df), df
+
+
+def generate_text(env: Env, name, prompt, temperature, top_k, top_p, min_p, rep, freq, pres, max_new, seed,
+                  num_samples, stop, beam_width, length_penalty):
+    """Stream generation: yields (html, stats, table, alignment plot, state, picker, table csv, alignment csv)."""
+    from playground.errors import ConfigError
+    from playground.generation.api import GenerateRequest, stream
+    from playground.generation.events import Done
+    from playground.generation.render import token_table
+
+    bundle = _bundle(env, name)
+    kind = _kind(bundle)
+    if int(num_samples or 1) > MAX_SAMPLES:
+        raise ConfigError(f"At most {MAX_SAMPLES} samples at once.")
+    request = GenerateRequest(
+        prompt=prompt or "", max_new_tokens=int(max_new or DEFAULT_MAX_NEW),
+        sampling=_sampling(temperature, top_k, top_p, min_p, rep, freq, pres), seed=_seed(seed),
+        num_samples=int(num_samples or 1) if kind == "lm" else 1, stop=_stops(stop),
+        beam_width=int(beam_width or 1), length_penalty=float(length_penalty or 0.0),
+    ).capped(env.max_new_tokens if env.max_new_tokens else HARD_MAX_NEW)
+    head = prompt or ""
+    partial: list[list] = [[] for _ in range(request.num_samples)]
+    last = 0.0
+    skip = gr.skip()
+    for event in stream(bundle, request):
+        if isinstance(event, Done):
+            done = event
+            break
+        partial[event.sample].append(event)
+        now = time.perf_counter()
+        if now - last >= STREAM_EVERY_S:
+            last = now
+            html = _outputs_html([(head if kind == "lm" else "", ev) for ev in partial])
+            yield html, f"generating… {sum(map(len, partial))} tokens", skip, skip, skip, skip, skip, skip
+    state = {"checkpoint": bundle.name, "kind": kind, "done": done}
+    html = _final_html(state)
+    table = pd.concat([token_table(s.events, i) for i, s in enumerate(done.samples)], ignore_index=True)
+    plot, align_df = _alignment_plot(done.samples[0]) if kind == "seq2seq" else (None, None)
+    choices = _picker_choices(done)
+    yield (html, _stats(done, kind), table, plot, state, gr.update(choices=choices, value=None),
+           _csv(table, "tokens"), _csv(align_df, "alignment"))
+
+
+def gr_escape(text: str) -> str:
+    import html
+
+    return html.escape(text)
+
+
+def classify(env: Env, name, image, invert):
+    """Classify the uploaded image: (class chart, table, stats, csv, state, class picker)."""
+    from playground.charts.generation import class_chart
+    from playground.generation.api import classify_image
+
+    bundle = _bundle(env, name)
+    started = time.perf_counter()
+    result = classify_image(bundle, image, invert=bool(invert))
+    df = pd.DataFrame(result.rows())
+    stats = f"Predicted **{result.predicted}** (p = {result.probs[0]:.3f}) in {time.perf_counter() - started:.3f} s"
+    names = list(bundle.class_names or [str(i) for i in range(len(result.labels))])
+    index = {c: i for i, c in enumerate(names)}
+    state = {"checkpoint": bundle.name, "kind": "classifier", "image": image if isinstance(image, str) else None,
+             "invert": bool(invert), "labels": result.labels, "probs": result.probs, "class_names": names}
+    choices = [(f"{c}  (p = {p:.3f})", f"c:{index.get(c, i)}") for i, (c, p) in enumerate(zip(result.labels, result.probs))]
+    return class_chart(df), df, stats, _csv(df, "classes"), state, gr.update(choices=choices, value=None)
+
+
+def _selected(picked: str | None) -> tuple[int, int] | None:
+    """"sample:index" of a picked token (None for nothing or a picked class "c:k")."""
+    if not picked or ":" not in str(picked) or str(picked).startswith("c:"):
+        return None
+    s, i = str(picked).split(":", 1)
+    return int(s), int(i)
+
+
+def distribution(env: Env, name, prompt, temperature, top_k, top_p, min_p, state, picked):
+    """Next-token distribution chart (+ its CSV) for the prompt, or, when a generated token is
+    picked, for the prefix just before it."""
+    from playground.charts.generation import distribution_chart
+    from playground.errors import PlaygroundError
+    from playground.generation.api import next_token_table
+
+    if not name:
+        return None, None
+    bundle = _bundle(env, name)
+    kind = _kind(bundle)
+    if kind == "classifier":
+        return None, None
+    sampling = _sampling(temperature, top_k, top_p, min_p, 1.0, 0.0, 0.0)
+    sel = _selected(picked)
+    title = "Next-token distribution after the prompt"
+    prefix_ids = None
+    text = prompt or ""
+    if sel and state and state.get("checkpoint") == name:
+        sample = state["done"].samples[sel[0]]
+        if kind == "lm":
+            text = sample.prompt + "".join(e.text for e in sample.events[: sel[1]])
+        else:
+            text = sample.prompt
+            prefix_ids = [e.token_id for e in sample.events[: sel[1]]]
+        title = f"Next-token distribution before token #{sel[1]}"
+    if kind == "seq2seq" and not text.strip():
+        return None, None
+    try:
+        df = next_token_table(bundle, text, sampling, top=DIST_TOP, target_prefix=prefix_ids)
+    except PlaygroundError:  # e.g. a character outside the vocabulary while typing: Generate says why
+        return None, None
+    if kind == "seq2seq":  # greedy / beam search: only the model's own distribution matters
+        df = df[df.stage == "model (T = 1)"]
+        title = title.replace("after the prompt", "for the first output token")
+    return distribution_chart(df, title), _csv(df, "next-token-distribution")
+
+
+def show_token(state, picked):
+    """Re-render the output with the picked token outlined."""
+    if not state or not _selected(picked) or state.get("kind") == "classifier":
+        return gr.skip()
+    return _final_html(state, _selected(picked))
+
+
+def table_select(evt: gr.SelectData, table):
+    """Clicking a row of the token table picks that token."""
+    row = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
+    if table is None or row is None or row >= len(table):
+        return gr.skip()
+    r = table.iloc[row]
+    return f"{int(r['sample']) - 1}:{int(r['index'])}"
+
+
+def explain(state, picked, selection):
+    """Hand the picked token to the Analyze tab and switch to it."""
+    from playground.errors import PlaygroundError
+    from playground.generation.api import explain_target
+
+    if state and state.get("kind") == "classifier":
+        if not picked or not str(picked).startswith("c:"):
+            raise PlaygroundError("Classify an image, then pick a class to explain.")
+        k = int(str(picked)[2:])
+        payload = {"checkpoint": state["checkpoint"], "kind": "classifier", "input": state["image"],
+                   "invert": state["invert"], "target_position": k,
+                   "target_token": _class_name(state, k)}
+        return {**(selection or {}), **payload}, gr.Tabs(selected="analyze")
+    sel = _selected(picked)
+    if not state or sel is None:
+        raise PlaygroundError("Generate something, then pick a token to explain.")
+    payload = explain_target(state["checkpoint"], state["kind"], state["done"], sel[0], sel[1])
+    return {**(selection or {}), **payload}, gr.Tabs(selected="analyze")
+
+
+def _class_name(state: dict[str, Any], k: int) -> str | None:
+    """Class name of class index k from a classification state (labels are sorted by probability)."""
+    names = state.get("class_names")
+    return names[k] if names and 0 <= k < len(names) else None
+
+
+# ---------------------------------------------------------------------------------------------
 
 
 def build(ctx: AppContext) -> None:
     """Lay out the Generate tab."""
-    model = gr.Dropdown(label="Checkpoint", choices=[], interactive=True, elem_id="generate-model")
-    ctx.on_workspace_change(lambda cur: choices_update(ctx.workspace.names("models"), cur), [model], [model], api_name="generate_models")
+    caps = ctx.settings.caps
+    env = Env(ctx.workspace, ctx.settings.resolved_device, caps.max_new_tokens)
+    max_new_cap = caps.max_new_tokens or HARD_MAX_NEW
+
+    with gr.Row():
+        model = gr.Dropdown(label="Checkpoint", choices=[], interactive=True, elem_id="generate-model", scale=2)
+        sample = gr.Dropdown(label="Validation samples", choices=[], interactive=True, elem_id="generate-sample", scale=3)
+    info = gr.Markdown(NO_MODEL, elem_id="generate-info")
+    with gr.Row():
+        with gr.Column(scale=2):
+            prompt = gr.Textbox(label="Prompt", lines=3, elem_id="generate-prompt")
+            with gr.Column(visible=False) as image_col:
+                image = gr.Image(label="Image", type="filepath", image_mode="RGB", elem_id="generate-image", height=220)
+                invert = gr.Checkbox(label="Invert (dark ink on light paper)", value=False)
+            with gr.Group(visible=True) as lm_group:
+                temperature = gr.Slider(0, 2, value=1.0, step=0.05, label="Temperature", info="0 = greedy")
+                top_k = gr.Slider(0, 100, value=0, step=1, label="Top-k", info="0 = off")
+                top_p = gr.Slider(0.01, 1, value=1.0, step=0.01, label="Top-p (nucleus)", info="1 = off")
+                min_p = gr.Slider(0, 1, value=0.0, step=0.01, label="Min-p", info="0 = off")
+                with gr.Accordion("Penalties, seed, samples, stop strings", open=False):
+                    rep = gr.Slider(1, 3, value=1.0, step=0.05, label="Repetition penalty (CTRL)", info="1 = off")
+                    freq = gr.Slider(0, 2, value=0.0, step=0.05, label="Frequency penalty", info="0 = off")
+                    pres = gr.Slider(0, 2, value=0.0, step=0.05, label="Presence penalty", info="0 = off")
+                    seed = gr.Number(value=None, precision=0, label="Seed", info="empty = random (shown after the run)")
+                    num_samples = gr.Slider(1, MAX_SAMPLES, value=1, step=1, label="Samples at once")
+                    stop = gr.Textbox(label="Stop strings", placeholder=r"comma-separated, e.g. \n\n, THE END")
+            with gr.Group(visible=False) as s2s_group:
+                beam_width = gr.Slider(1, 10, value=1, step=1, label="Beam width", info="1 = greedy")
+                length_penalty = gr.Slider(0, 2, value=0.0, step=0.1, label="Length penalty α (GNMT)", info="0 = off")
+            max_new = gr.Slider(1, max_new_cap, value=min(DEFAULT_MAX_NEW, max_new_cap), step=1,
+                                label="Max new tokens" + (" (demo cap)" if caps.max_new_tokens else ""))
+            with gr.Row():
+                gen_btn = gr.Button("Generate", variant="primary", elem_id="generate-run")
+                classify_btn = gr.Button("Classify", variant="primary", visible=False, elem_id="generate-classify")
+                stop_btn = gr.Button("Stop", variant="stop", elem_id="generate-stop")
+        with gr.Column(scale=3):
+            output = gr.HTML(elem_id="generate-output")
+            stats = gr.Markdown(elem_id="generate-stats")
+            with gr.Row():
+                picker = gr.Dropdown(label="Pick a generated token", choices=[], interactive=True,
+                                     elem_id="generate-token", scale=3)
+                explain_btn = gr.Button("Explain in Analyze", elem_id="generate-explain", scale=1)
+            dist_plot = gr.Plot(label="Next-token distribution: what each knob leaves", elem_id="generate-dist")
+            align_plot = gr.Plot(label="Alignment", elem_id="generate-alignment", visible=False)
+            class_plot = gr.Plot(label="Class probabilities", elem_id="generate-classes", visible=False)
+            table = gr.Dataframe(label="Tokens (click a row to pick it)", interactive=False, elem_id="generate-table",
+                                 max_height=300)
+            with gr.Row():
+                dist_csv = gr.DownloadButton("Distribution CSV", size="sm")
+                table_csv = gr.DownloadButton("Tokens CSV", size="sm")
+                align_csv = gr.DownloadButton("Alignment / classes CSV", size="sm")
+    result = gr.State(None)
+
+    ctx.on_workspace_change(functools.partial(refresh_models, env), [model], [model], api_name="generate_models")
+    model.change(
+        user_errors(functools.partial(select_model, env)), [model],
+        [info, prompt, image_col, lm_group, s2s_group, gen_btn, classify_btn, sample, dist_plot, align_plot, class_plot,
+         output, table, result, picker, max_new],
+        api_name="generate_select_model", show_progress="minimal",
+    )
+    sample.input(user_errors(functools.partial(pick_sample, env)), [model, sample], [prompt, image],
+                 api_name="generate_pick_sample", show_progress="hidden")
+    gen_event = gen_btn.click(
+        user_errors(functools.partial(generate_text, env)),
+        [model, prompt, temperature, top_k, top_p, min_p, rep, freq, pres, max_new, seed, num_samples, stop,
+         beam_width, length_penalty],
+        [output, stats, table, align_plot, result, picker, table_csv, align_csv],
+        api_name="generate_text", show_progress="minimal", **ctx.heavy(),
+    )
+    cls_event = classify_btn.click(
+        user_errors(functools.partial(classify, env)), [model, image, invert],
+        [class_plot, table, stats, align_csv, result, picker],
+        api_name="generate_classify", show_progress="minimal", **ctx.heavy(),
+    )
+    stop_btn.click(None, cancels=[gen_event, cls_event], api_visibility="private")
+    dist_inputs = [model, prompt, temperature, top_k, top_p, min_p, result, picker]
+    gr.on(
+        [model.change, prompt.change, temperature.change, top_k.change, top_p.change, min_p.change, picker.change],
+        user_errors(functools.partial(distribution, env)), dist_inputs, [dist_plot, dist_csv],
+        api_name="generate_distribution", show_progress="hidden", trigger_mode="always_last",
+    )
+    picker.change(show_token, [result, picker], [output], api_name="generate_show_token", show_progress="hidden")
+    table.select(table_select, [table], [picker], api_name="generate_table_select", show_progress="hidden")
+    explain_btn.click(user_errors(explain), [result, picker, ctx.selection], [ctx.selection, ctx.tabs],
+                      api_name="generate_explain", show_progress="hidden")

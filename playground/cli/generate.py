@@ -1,0 +1,128 @@
+"""`python -m playground generate CHECKPOINT ...`: sample text, translate, or classify an image.
+
+GPT: `--prompt TEXT` with the sampling knobs; the text streams to stdout as it is generated.
+Seq2seq: `--prompt SOURCE`, greedy or `--beam-width W` (+ `--length-penalty A`).
+ViT: `--image PATH` prints the class probabilities.
+Run facts (tokens/s, the seed to repeat a run) go to stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from playground.cli import workspace_from
+from playground.errors import ConfigError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "generate", help="generate text from a checkpoint (GPT, seq2seq) or classify an image (ViT)",
+        description="Generate from a checkpoint: a model name in the workspace or a bundle folder.",
+    )
+    parser.add_argument("checkpoint", help="model name in the workspace, or a folder with config.json")
+    parser.add_argument("--prompt", default=None, help="GPT: the prompt; seq2seq: the source text")
+    parser.add_argument("--image", default=None, help="ViT: an image file to classify")
+    parser.add_argument("--invert", action="store_true", help="ViT: invert the image (dark ink on light paper)")
+    parser.add_argument("--max-new-tokens", type=int, default=200, help="tokens to generate (default 200)")
+    parser.add_argument("--temperature", type=float, default=1.0, help="0 = greedy (default 1.0)")
+    parser.add_argument("--top-k", type=int, default=0, help="keep the k most likely tokens (0 = off)")
+    parser.add_argument("--top-p", type=float, default=1.0, help="nucleus: smallest set reaching p (1 = off)")
+    parser.add_argument("--min-p", type=float, default=0.0, help="drop tokens below min-p x the top probability (0 = off)")
+    parser.add_argument("--repetition-penalty", type=float, default=1.0, help="CTRL penalty on seen tokens (1 = off)")
+    parser.add_argument("--frequency-penalty", type=float, default=0.0, help="OpenAI frequency penalty (0 = off)")
+    parser.add_argument("--presence-penalty", type=float, default=0.0, help="OpenAI presence penalty (0 = off)")
+    parser.add_argument("--seed", type=int, default=None, help="seed for sampling (default: random, printed)")
+    parser.add_argument("--num-samples", type=int, default=1, help="samples drawn at once (default 1)")
+    parser.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
+    parser.add_argument("--beam-width", type=int, default=1, help="seq2seq: beam width (1 = greedy)")
+    parser.add_argument("--length-penalty", type=float, default=0.0, help="seq2seq beam: GNMT alpha (0 = off)")
+    parser.add_argument("--no-cache", action="store_true", help="GPT: recompute the whole window every token")
+    parser.add_argument("--device", default="auto", help="auto | cpu | cuda | mps (default auto)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON instead of streaming text")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from playground.bundle import load_bundle
+    from playground.generation.api import GenerateRequest, check_text_model, classify_image, family_kind, stream
+    from playground.generation.events import Done, StepEvent
+    from playground.generation.filters import SamplingConfig
+    from playground.settings import resolve_device
+
+    bundle = load_bundle(args.checkpoint, workspace_from(args), device=resolve_device(args.device))
+    kind = family_kind(bundle)
+    if kind == "classifier":
+        if args.prompt is not None and args.image is None:
+            classify_image(bundle, args.prompt)  # raises the clear "give an image" error
+        if args.image is None:
+            raise ConfigError(f"{bundle.name!r} is an image classifier (ViT): pass --image PATH.")
+        result = classify_image(bundle, args.image, invert=args.invert)
+        if args.json:
+            print(json.dumps(result.rows(), indent=2))
+        else:
+            for row in result.rows():
+                print(f"{row['rank']:>3}  {row['class']:<24} {row['probability']:.4f}")
+        return 0
+    if args.image is not None:
+        check_text_model(bundle, kind, args.image)
+    if args.prompt is None:
+        if kind == "seq2seq":
+            raise ConfigError(f"{bundle.name!r} is a sequence-to-sequence model: pass --prompt SOURCE.")
+        args.prompt = ""
+    sampling = SamplingConfig(
+        temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, min_p=args.min_p,
+        repetition_penalty=args.repetition_penalty, frequency_penalty=args.frequency_penalty,
+        presence_penalty=args.presence_penalty,
+    )
+    request = GenerateRequest(
+        prompt=args.prompt, max_new_tokens=args.max_new_tokens, sampling=sampling, seed=args.seed,
+        num_samples=args.num_samples, stop=tuple(args.stop), beam_width=args.beam_width,
+        length_penalty=args.length_penalty, use_cache=not args.no_cache,
+    )
+    live = not args.json and (kind == "seq2seq" or args.num_samples == 1)
+    out = sys.stdout
+    if live and kind == "lm":
+        out.write(args.prompt)
+        out.flush()
+    done: Done | None = None
+    for event in stream(bundle, request):
+        if isinstance(event, Done):
+            done = event
+        elif live and isinstance(event, StepEvent) and not (kind == "seq2seq" and args.beam_width > 1):
+            out.write(event.text)
+            out.flush()
+    assert done is not None
+    if args.json:
+        print(json.dumps(_as_json(done), indent=2, ensure_ascii=False))
+        return 0
+    if kind == "seq2seq" and args.beam_width > 1:
+        out.write(done.samples[0].text)
+    elif not live:
+        for i, sample in enumerate(done.samples):
+            out.write(f"--- sample {i + 1} ---\n{sample.full_text}\n")
+    if live:
+        out.write("\n")
+    out.flush()
+    seed = f", seed {done.seed}" if done.seed is not None else ""
+    reasons = ", ".join(sorted({s.stop_reason for s in done.samples}))
+    print(f"[{done.new_tokens} tokens in {done.elapsed_s:.2f} s, {done.tokens_per_s:.0f} tok/s{seed}; stopped: {reasons}]",
+          file=sys.stderr)
+    return 0
+
+
+def _as_json(done) -> dict:
+    samples = []
+    for s in done.samples:
+        item = {"prompt": s.prompt, "text": s.text, "stop_reason": s.stop_reason, "ids": s.ids,
+                "tokens": [{"id": e.token_id, "text": e.text, "prob": e.prob,
+                            "alternatives": [{"id": a[0], "text": a[1], "prob": a[2]} for a in e.alternatives]}
+                           for e in s.events]}
+        if s.alignment is not None:
+            item["alignment"] = s.alignment.tolist()
+            item["source_tokens"] = s.source_tokens
+            item["target_tokens"] = s.target_tokens
+            item["score"] = s.score
+        samples.append(item)
+    return {"seed": done.seed, "new_tokens": done.new_tokens, "elapsed_s": done.elapsed_s, "samples": samples,
+            **{k: v for k, v in done.info.items() if k != "hypotheses"}}
