@@ -39,6 +39,7 @@ class ViTConfig(ModelConfig):
     d_ff: int = 0  # 0 = 4 * d_model
     attn_dropout: float = 0.0
     emb_dropout: float = 0.0
+    input_norm: str = "none"  # none | per_image: each image standardised per channel before patching
     uniform_attention: bool = False  # attention frozen uniform over visible keys (W&P baseline)
 
     def __post_init__(self) -> None:
@@ -46,12 +47,25 @@ class ViTConfig(ModelConfig):
         if self.image_size % self.patch_size:
             raise ConfigError(f"ViTConfig.image_size {self.image_size} must be a multiple of patch_size {self.patch_size}.")
         self._check_choice("pool", POOLS)
+        self._check_choice("input_norm", INPUT_NORMS)
         check_block_options(self, self.d_model, self.n_head, POS_ENCODINGS)
 
     @property
     def n_tokens(self) -> int:
         """Sequence length seen by the encoder: patches (+1 for CLS)."""
         return (self.image_size // self.patch_size) ** 2 + (self.pool == "cls")
+
+
+INPUT_NORMS = ("none", "per_image")
+
+
+def standardize_per_image(images: Tensor, eps: float = 1e-5) -> Tensor:
+    """[B,C,H,W] -> each channel of each image shifted to mean 0, the image scaled to std 1.
+
+    Removes background colour and contrast, so a small ViT sees shapes rather than colours.
+    """
+    centred = images - images.mean(dim=(2, 3), keepdim=True)
+    return centred / (centred.std(dim=(1, 2, 3), keepdim=True) + eps)
 
 
 class PatchEmbedding(nn.Module):
@@ -99,6 +113,8 @@ class ViT(ModelBase):
                 f"This ViT takes images of shape [batch, {c.channels}, {c.image_size}, {c.image_size}], "
                 f"got {list(images.shape)}; resize the images or train a model for this size."
             )
+        if c.input_norm == "per_image":
+            images = standardize_per_image(images)
         x = self.patch_emb(images)  # [B,N,D]
         if self.cls_token is not None:
             x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1)  # [B,1+N,D]
