@@ -129,6 +129,7 @@ class Workspace:
             raise PlaygroundError(f"A {kind[:-1]} named {final.name!r} already exists; choose another name or overwrite it.")
         final.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700; entries get the usual folder mode
         try:
             yield tmp
             missing = [f for f in REQUIRED_FILES[kind] if not (tmp / f).is_file()]
@@ -183,6 +184,12 @@ def _read_json_or_empty(path: Path) -> dict[str, Any]:
         return data if isinstance(data, dict) else {}
     except (OSError, ValueError):
         return {}
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _fsync_dir_files(folder: Path) -> None:

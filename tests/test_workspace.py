@@ -86,3 +86,13 @@ def test_delete(workspace: Workspace):
     workspace.save_tokenizer("gone", "{}", {})
     workspace.delete("tokenizers", "gone")
     assert workspace.names("tokenizers") == []
+
+
+def test_saved_entries_get_the_usual_folder_mode(workspace: Workspace):
+    import os
+    import stat
+
+    entry = workspace.save_tokenizer("perm", "{}", {})
+    mask = os.umask(0)
+    os.umask(mask)
+    assert stat.S_IMODE(entry.path.stat().st_mode) == 0o777 & ~mask
