@@ -1,13 +1,551 @@
-"""Train tab: presets, live curves, checkpoints (skeleton; filled by issue 5)."""
+"""Train tab: pick a preset, edit it (form or TOML), train with live curves, compare runs.
+
+Layout and wiring only: training is playground.training.engine.train (a generator of events),
+run tables are playground.training.runs, charts playground.charts.training. Per-session state is
+a gr.State holding the run name; the engine's generator lives only inside the start handler,
+so the Stop button (cancels=[...]) closes this session's run and nobody else's. Closing the
+engine's generator writes a "stopped" checkpoint; Resume continues it.
+"""
 from __future__ import annotations
 
-import gradio as gr
+import dataclasses
+import functools
+import html
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-from playground.ui.context import AppContext, choices_update
+import gradio as gr
+import pandas as pd
+
+from playground.charts.training import (
+    bottleneck_chart,
+    confusion_chart,
+    loss_chart,
+    lr_chart,
+    metric_chart,
+    throughput_chart,
+)
+from playground.config import Preset, list_presets, load_preset, parse_preset
+from playground.errors import ConfigError, PlaygroundError
+from playground.settings import Settings
+from playground.training.config import TrainConfig, preset_to_toml
+from playground.ui.context import AppContext, user_errors
+from playground.workspace import Workspace, validate_name
+
+INTRO = (
+    "Train a small model from a **preset**: pick one, change its key settings in the form (or edit the full "
+    "TOML below it), choose the tokenizer and data, and press **Start**. Curves update live; at each evaluation "
+    "the run is saved to the workspace (so **Generate** and **Analyze** can use it) and a preview shows what the "
+    "model does now. **Stop** saves where it is; **Resume** continues a saved run (raise `max_steps` to train longer)."
+)
+TRANSFORMERS = ("gpt", "vit", "transformer_seq2seq")
+SEQ2SEQ = ("rnn_seq2seq", "transformer_seq2seq")
+ALL = ("gpt", "vit", "rnn_seq2seq", "transformer_seq2seq")
+CORPUS_CHOICES = ["tinyshakespeare", "python-docs", "python-code"]
+UI_INTERVAL_S = 1.0  # at most one live update per second between evaluations
+
+
+@dataclass(frozen=True)
+class FormField:
+    """A preset key shown as a widget for the families that have it."""
+
+    key: str  # "section.name"
+    label: str
+    kind: str  # "int" | "float" | "choice" | "bool" | "text"
+    families: tuple[str, ...] = ALL
+    choices: tuple[str, ...] = ()
+    info: str | None = None
+
+
+def _form_fields() -> list[FormField]:
+    from playground.data.images import IMAGE_SETS
+    from playground.data.pairs import PAIR_SETS
+    from playground.models.layers import FFNS, NORM_PLACEMENTS, NORMS
+    from playground.models.positional import POS_ENCODINGS
+    from playground.models.rnn_seq2seq import CELLS, RNN_ATTENTIONS
+    from playground.training.config import SCHEDULES
+
+    return [
+        FormField("train.max_steps", "Steps", "int"),
+        FormField("train.batch_size", "Batch size", "int"),
+        FormField("train.lr", "Learning rate", "float", info="inverse_sqrt: the scale factor"),
+        FormField("train.schedule", "LR schedule", "choice", choices=SCHEDULES),
+        FormField("train.warmup_steps", "Warmup steps", "int"),
+        FormField("train.eval_interval", "Evaluate every", "int"),
+        FormField("train.seed", "Seed", "int"),
+        FormField("model.block_size", "Context (block size)", "int", ("gpt",)),
+        FormField("model.n_layer", "Layers", "int", ("gpt", "vit")),
+        FormField("model.n_encoder_layers", "Encoder layers", "int", ("transformer_seq2seq",)),
+        FormField("model.n_decoder_layers", "Decoder layers", "int", ("transformer_seq2seq",)),
+        FormField("model.n_head", "Heads", "int", TRANSFORMERS),
+        FormField("model.d_model", "Width (d_model)", "int", TRANSFORMERS),
+        FormField("model.patch_size", "Patch size", "int", ("vit",)),
+        FormField("model.cell", "RNN cell", "choice", ("rnn_seq2seq",), CELLS),
+        FormField("model.attention", "Attention", "choice", ("rnn_seq2seq",), RNN_ATTENTIONS,
+                  info="none = the fixed-vector bottleneck; additive = Bahdanau; dot / general = Luong"),
+        FormField("model.hidden", "Hidden size", "int", ("rnn_seq2seq",)),
+        FormField("model.dropout", "Dropout", "float"),
+        FormField("model.pos_encoding", "Positions", "choice", TRANSFORMERS, POS_ENCODINGS),
+        FormField("model.norm_placement", "Norm placement", "choice", TRANSFORMERS, NORM_PLACEMENTS),
+        FormField("model.norm", "Norm", "choice", TRANSFORMERS, NORMS),
+        FormField("model.ffn", "FFN", "choice", TRANSFORMERS, FFNS),
+        FormField("model.attn_scale", "Scale scores by 1/sqrt(d_k)", "bool", TRANSFORMERS),
+        FormField("data.corpus", "Corpus", "text", ("gpt",), tuple(CORPUS_CHOICES),
+                  info="a built-in corpus, or upload a .txt below"),
+        FormField("data.pairs", "Pair set", "choice", SEQ2SEQ, tuple(PAIR_SETS)),
+        FormField("data.dataset", "Image set", "choice", ("vit",), tuple(IMAGE_SETS)),
+        FormField("data.n", "Examples", "int", ("vit", "rnn_seq2seq", "transformer_seq2seq"), info="0 = all / default"),
+    ]
+
+
+FORM_FIELDS = _form_fields()
+
+
+# -- preset text <-> form ----------------------------------------------------------------------
+
+def _defaults(family: str) -> dict[str, Any]:
+    """Default values of every `section.key` of a family (from the dataclasses)."""
+    from playground.models.registry import FAMILIES
+    from playground.training.adapters import ADAPTERS
+
+    out: dict[str, Any] = {}
+    for section, cls in (("train", TrainConfig), ("model", FAMILIES[family].config_cls if family in FAMILIES else None),
+                         ("data", ADAPTERS[family].data_config_cls if family in ADAPTERS else None)):
+        if cls is None:
+            continue
+        for f in dataclasses.fields(cls):
+            if f.default is not dataclasses.MISSING:
+                out[f"{section}.{f.name}"] = f.default
+            elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+                out[f"{section}.{f.name}"] = f.default_factory()  # type: ignore[misc]
+    return out
+
+
+def _parse(toml_text: str, name: str = "custom") -> Preset:
+    if not toml_text or not toml_text.strip():
+        raise ConfigError("The preset is empty: choose a preset first.")
+    return parse_preset(toml_text, name=name or "custom")
+
+
+def form_updates(toml_text: str) -> list[dict[str, Any]]:
+    """One gr.update per FORM_FIELDS entry: the TOML's value (or the default), visible for its family."""
+    try:
+        preset = _parse(toml_text)
+    except PlaygroundError:
+        return [gr.update() for _ in FORM_FIELDS]
+    defaults = _defaults(preset.family)
+    out = []
+    for f in FORM_FIELDS:
+        section, key = f.key.split(".", 1)
+        value = preset.section(section).get(key, defaults.get(f.key))
+        if f.kind == "float" and value is not None:
+            value = float(value)
+        out.append(gr.update(value=value, visible=preset.family in f.families))
+    return out
+
+
+def set_field(key: str, toml_text: str, value: Any) -> str:
+    """The TOML text with `key` set to a form widget's value (None removes the key)."""
+    preset = _parse(toml_text)
+    field = next(f for f in FORM_FIELDS if f.key == key)
+    section, name = key.split(".", 1)
+    table = preset.section(section)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        table.pop(name, None)
+    elif field.kind == "int":
+        table[name] = int(value)
+    elif field.kind == "float":
+        table[name] = float(value)
+    elif field.kind == "bool":
+        table[name] = bool(value)
+    else:
+        table[name] = str(value)
+    return preset_to_toml(preset)
+
+
+def preset_selected(name: str | None) -> tuple[Any, ...]:
+    """Preset chosen: its TOML, description, a default run name and the form values."""
+    if not name:
+        return ("", "", gr.update(), *[gr.update() for _ in FORM_FIELDS])
+    preset = load_preset(name)
+    text = preset_to_toml(preset)
+    return (text, _describe(preset), gr.update(value=name), *form_updates(text))
+
+
+def _describe(preset: Preset) -> str:
+    return f"**{html.escape(preset.name)}** · family `{preset.family}` — {html.escape(preset.description)}"
+
+
+def tokenizer_choices(workspace: Workspace, toml_text: str | None, current: str | None) -> dict[str, Any]:
+    """Tokenizer dropdown: the family's built-in choice plus the workspace's tokenizers."""
+    family = None
+    try:
+        family = _parse(toml_text or "").family
+    except PlaygroundError:
+        pass
+    builtin = {"gpt": ["char"], "rnn_seq2seq": ["auto"], "transformer_seq2seq": ["auto"]}.get(family or "", [])
+    names = builtin + workspace.names("tokenizers")
+    if current and current not in names:  # named in the preset but not (yet) in the workspace
+        names.append(current)
+    value = current if current in names else (names[0] if names else None)
+    return gr.update(choices=names, value=value, visible=family != "vit")
+
+
+def tokenizer_refresh(workspace: Workspace, current: str | None, toml_text: str | None) -> dict[str, Any]:
+    """on_workspace_change: new tokenizers show up without a restart."""
+    return tokenizer_choices(workspace, toml_text, current)
+
+
+def toml_tokenizer(workspace: Workspace, toml_text: str) -> dict[str, Any]:
+    """After the TOML changes: the dropdown shows its data.tokenizer (and the family's choices)."""
+    try:
+        preset = _parse(toml_text)
+    except PlaygroundError:
+        return gr.update()
+    default = "char" if preset.family == "gpt" else "auto"
+    return tokenizer_choices(workspace, toml_text, str(preset.data.get("tokenizer", default)))
+
+
+def use_upload(toml_text: str, upload: Any) -> str:
+    """Point the preset's data at an uploaded file: a .txt corpus (GPT), a .tsv pair file (seq2seq)
+    or a .zip of class folders (ViT)."""
+    if not upload:
+        return toml_text
+    path = str(getattr(upload, "name", upload))
+    preset = _parse(toml_text)
+    if preset.family == "gpt":
+        preset.data["corpus"] = path
+    elif preset.family in SEQ2SEQ:
+        preset.data.update(pairs="tsv", path=path, n=0)
+    else:
+        preset.data.update(dataset="zip", path=path, n=0)
+    return preset_to_toml(preset)
+
+
+# -- training ----------------------------------------------------------------------------------
+
+def progress_html(step: int, max_steps: int, text: str, eta_s: float | None = None, state: str = "running") -> str:
+    """A progress bar with the step count and ETA, and a status line."""
+    pct = 100.0 * step / max(1, max_steps)
+    colour = {"running": "#3b82f6", "done": "#16a34a", "stopped": "#f59e0b", "error": "#dc2626"}.get(state, "#3b82f6")
+    eta = f" · ETA {_fmt_time(eta_s)}" if eta_s is not None and state == "running" else ""
+    return (
+        f'<div id="train-progress" data-step="{step}" data-state="{state}">'
+        f'<div style="background:#e5e7eb;border-radius:6px;height:14px;overflow:hidden">'
+        f'<div style="width:{pct:.1f}%;background:{colour};height:100%"></div></div>'
+        f"<div style='margin-top:4px'>step {step}/{max_steps} ({pct:.0f}%){eta} — {html.escape(text)}</div></div>"
+    )
+
+
+def _fmt_time(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    s = int(round(seconds))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else (f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s")
+
+
+@dataclass
+class LiveRun:
+    """What one start handler accumulates to draw (local to that handler call)."""
+
+    unit: str = "tokens"
+    steps: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    evals: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+    def add(self, ev: Any) -> None:
+        self.unit = ev.unit
+        if ev.kind == "step":
+            self.steps.append({"step": ev.step, "loss": ev.train_loss, "lr": ev.lr, "throughput": ev.throughput,
+                               "grad_norm": ev.grad_norm})
+        elif ev.kind == "eval":
+            self.evals.append({"step": ev.step, "train_loss": ev.train_loss, "val_loss": ev.val_loss, **ev.metrics})
+
+    def curves(self) -> pd.DataFrame:
+        train = [{"step": s["step"], "split": "train", "loss": s["loss"]} for s in self.steps if s["loss"] is not None]
+        val = [{"step": e["step"], "split": "val", "loss": e["val_loss"]} for e in self.evals]
+        return pd.DataFrame(train + val, columns=["step", "split", "loss"])
+
+    def step_frame(self) -> pd.DataFrame:
+        return pd.DataFrame(self.steps, columns=["step", "loss", "lr", "throughput", "grad_norm"])
+
+    def charts(self) -> tuple[Any, Any, Any]:
+        steps = self.step_frame()
+        return loss_chart(self.curves()), lr_chart(steps), throughput_chart(steps.dropna(subset=["throughput"]), self.unit)
+
+
+def _preview_outputs(preview: Any) -> tuple[Any, Any, Any]:
+    """(sample text, confusion plot, translations table) updates for a Preview."""
+    if preview is None:
+        return gr.skip(), gr.skip(), gr.skip()
+    if preview.kind == "text":
+        return preview.text, gr.skip(), gr.skip()
+    if preview.kind == "confusion":
+        return gr.skip(), confusion_chart(preview.matrix, preview.labels), gr.skip()
+    table = pd.DataFrame(preview.rows or [], columns=["source", "reference", "prediction", "correct"])
+    return gr.skip(), gr.skip(), table
+
+
+def _preview_visibility(family: str) -> tuple[Any, Any, Any]:
+    kind = {"gpt": "text", "vit": "confusion"}.get(family, "translations")
+    return (gr.update(visible=kind == "text", value=""), gr.update(visible=kind == "confusion", value=None),
+            gr.update(visible=kind == "translations", value=None))
+
+
+def _csv(frame: pd.DataFrame, stem: str) -> str:
+    folder = Path(tempfile.mkdtemp(prefix="playground-train-"))
+    path = folder / f"{stem}.csv"
+    frame.to_csv(path, index=False)
+    return str(path)
+
+
+def _run_events(workspace: Workspace, settings: Settings, preset: Preset | None, name: str, resume: bool,
+                overrides: dict[str, Any] | None, version: int) -> Iterator[tuple[Any, ...]]:
+    """Drive the engine and turn its events into this tab's outputs (throttled)."""
+    from playground.training.engine import train
+
+    live = LiveRun()
+    caps = settings.caps
+    events = train(preset, workspace, name, overrides=overrides, device=settings.device, resume=resume,
+                   max_steps_cap=caps.max_train_steps, limits=caps)
+    last_yield = 0.0
+    family = preset.family if preset is not None else None
+    try:
+        for ev in events:
+            live.add(ev)
+            if ev.kind == "start":
+                if family is None:
+                    family = workspace.get("models", name).meta.get("family", "gpt") if workspace.exists("models", name) else "gpt"
+                yield (progress_html(ev.step, ev.max_steps, ev.message), *live.charts(),
+                       *_preview_visibility(family), gr.skip(), {"name": name}, version)
+                continue
+            if ev.kind == "step" and time.monotonic() - last_yield < UI_INTERVAL_S:
+                continue
+            last_yield = time.monotonic()
+            if ev.kind == "step":
+                text = f"loss {ev.train_loss:.4f} · lr {ev.lr:.2e} · {ev.throughput or 0:,.0f} {ev.unit}/s"
+                yield (progress_html(ev.step, ev.max_steps, text, ev.eta_s), *live.charts(),
+                       gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip())
+            elif ev.kind == "eval":
+                version += 1  # a checkpoint was written: Generate / Analyze refresh their lists
+                extra = " · ".join(f"{k} {v:.3f}" for k, v in ev.metrics.items() if k in ("accuracy", "exact_match"))
+                text = f"val loss {ev.val_loss:.4f}" + (f" · {extra}" if extra else "") + f" · saved as {name}"
+                yield (progress_html(ev.step, ev.max_steps, text, ev.eta_s), *live.charts(),
+                       *_preview_outputs(ev.preview), _csv(pd.DataFrame(live.evals), f"{name}-metrics"),
+                       gr.skip(), version)
+            elif ev.kind in ("done", "stopped"):
+                state = "done" if ev.kind == "done" else "stopped"
+                text = (f"finished · val loss {ev.val_loss:.4f} · saved as {name}" if ev.kind == "done"
+                        else ev.message)
+                yield (progress_html(ev.step, ev.max_steps, text, None, state), *live.charts(),
+                       gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), version + (ev.kind == "stopped"))
+    finally:
+        events.close()  # a Stop (gradio closes this generator) closes the engine, which saves a checkpoint
+
+
+@user_errors
+def start_training(workspace: Workspace, settings: Settings, preset_name: str | None, toml_text: str,
+                   name: str | None, overwrite: bool, version: int) -> Iterator[tuple[Any, ...]]:
+    """Start a new run from the TOML shown; yields progress, charts, previews, CSV, run state, version."""
+    preset = _parse(toml_text, preset_name or "custom")
+    name = validate_name(name or preset.name)
+    if workspace.exists("models", name) and not overwrite:
+        raise PlaygroundError(f"A model named {name!r} exists; choose another run name, tick Overwrite, "
+                              "or press Resume to continue it.")
+    yield from _run_events(workspace, settings, preset, name, False, None, version)
+
+
+@user_errors
+def resume_training(workspace: Workspace, settings: Settings, toml_text: str, name: str | None,
+                    version: int) -> Iterator[tuple[Any, ...]]:
+    """Resume the run `name` with the [train] settings shown (e.g. more steps)."""
+    name = validate_name(name or "")
+    overrides = None
+    try:
+        preset = _parse(toml_text)
+        overrides = {f"train.{k}": v for k, v in preset.train.items()}
+    except PlaygroundError:
+        pass
+    yield from _run_events(workspace, settings, None, name, True, overrides, version)
+
+
+def stop_status(workspace: Workspace, run: dict | None, wait_s: float = 5.0) -> str:
+    """After Stop: where the run was saved (waits briefly for the closing checkpoint)."""
+    name = (run or {}).get("name")
+    if not name:
+        return progress_html(0, 1, "nothing is running in this session", None, "stopped")
+    deadline = time.monotonic() + wait_s
+    while True:
+        meta = workspace.get("models", name).meta if workspace.exists("models", name) else {}
+        status = (meta.get("run") or {}).get("status")
+        if status in ("stopped", "finished") or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    step = meta.get("step", 0)
+    total = (meta.get("train") or {}).get("max_steps", step or 1)
+    if not meta:
+        return progress_html(0, 1, "stopped before the first checkpoint", None, "stopped")
+    return progress_html(step, total, f"stopped · saved as {name} at step {step}; Resume continues it", None, "stopped")
+
+
+# -- runs ----------------------------------------------------------------------------------------
+
+def runs_refresh(workspace: Workspace, selected: list[str] | None) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The runs table and the compare picker's choices."""
+    from playground.training.runs import runs_table
+
+    table = runs_table(workspace)
+    names = table["run"].tolist() if not table.empty else []
+    keep = [s for s in (selected or []) if s in names]
+    return table, gr.update(choices=names, value=keep)
+
+
+@user_errors
+def compare_runs(workspace: Workspace, names: list[str] | None, metric: str) -> tuple[Any, Any, str | None, str | None]:
+    """Overlay curves of the chosen runs, and (seq2seq runs) accuracy against source length."""
+    from playground.training.runs import bucket_table, loss_curves, run_rows
+
+    names = list(names or [])
+    if not names:
+        raise PlaygroundError("Pick one or more runs to compare.")
+    rows = run_rows(workspace, names)
+    if metric == "loss":
+        chart = loss_chart(loss_curves(rows), "Loss (train dashed by split, per run)")
+        data = loss_curves(rows)
+    else:
+        data = rows[["run", "step", metric]].dropna() if metric in rows else pd.DataFrame(columns=["run", "step", metric])
+        chart = metric_chart(data, metric, metric.replace("_", " ").capitalize())
+    buckets = bucket_table(workspace, names)
+    bottleneck = bottleneck_chart(buckets) if not buckets.empty else None
+    return (chart, bottleneck, _csv(rows, "runs-metrics"),
+            _csv(buckets, "runs-accuracy-by-length") if not buckets.empty else None)
+
+
+# -- layout --------------------------------------------------------------------------------------
+
+def _widget(f: FormField, initial: dict[str, Any]) -> Any:
+    common = dict(label=f.label, info=f.info, elem_id=f"train-{f.key.replace('.', '-').replace('_', '-')}",
+                  interactive=True, min_width=140, value=initial.get("value"), visible=initial.get("visible", True))
+    if f.kind == "int":
+        return gr.Number(precision=0, **common)
+    if f.kind == "float":
+        return gr.Number(**common)
+    if f.kind == "bool":
+        return gr.Checkbox(**{k: v for k, v in common.items() if k != "min_width"})
+    if f.kind == "text":
+        return gr.Dropdown(list(f.choices), allow_custom_value=True, **common)
+    return gr.Dropdown(list(f.choices), **common)
 
 
 def build(ctx: AppContext) -> None:
     """Lay out the Train tab."""
-    gr.Markdown("Train a small model from a preset.")
-    tokenizer = gr.Dropdown(label="Tokenizer", choices=[], interactive=True, elem_id="train-tokenizer")
-    ctx.on_workspace_change(lambda cur: choices_update(ctx.workspace.names("tokenizers"), cur), [tokenizer], [tokenizer], api_name="train_tokenizers")
+    ws, settings = ctx.workspace, ctx.settings
+    bind = functools.partial
+    run_state = gr.State({})
+    presets = list_presets()
+    first = "nanogpt-cpu-tiny" if "nanogpt-cpu-tiny" in presets else (presets[0] if presets else None)
+    initial = preset_selected(first)  # (toml, description, name, *form updates)
+
+    gr.Markdown(INTRO)
+    cap = settings.caps.max_train_steps
+    if cap:
+        gr.Markdown(f"*Demo server: runs stop after {cap} steps.*")
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=1, min_width=360):
+            preset = gr.Dropdown(presets, value=first, label="Preset", elem_id="train-preset")
+            description = gr.Markdown(initial[1], elem_id="train-description")
+            tokenizer = gr.Dropdown(label="Tokenizer", choices=[], interactive=True, elem_id="train-tokenizer",
+                                    info="char/auto: built from the data; or one saved in the Tokenizer tab")
+            with gr.Accordion("Key settings", open=True):
+                widgets = []
+                for i in range(0, len(FORM_FIELDS), 3):
+                    with gr.Row():
+                        widgets.extend(_widget(f, initial[3 + j]) for j, f in enumerate(FORM_FIELDS[i:i + 3], i))
+            upload = gr.File(label="Your data (.txt corpus, .tsv pairs, .zip of class folders)",
+                             file_types=[".txt", ".tsv", ".zip"], elem_id="train-upload")
+            with gr.Accordion("Full preset (TOML)", open=False):
+                toml = gr.Code(initial[0], language=None, lines=18, label="preset.toml", interactive=True,
+                               elem_id="train-toml")
+            with gr.Row(equal_height=True):
+                name = gr.Textbox(value=first, label="Run name", elem_id="train-name", scale=3)
+                overwrite = gr.Checkbox(False, label="Overwrite", elem_id="train-overwrite", scale=1)
+            with gr.Row():
+                start_btn = gr.Button("Start", variant="primary", elem_id="train-start")
+                stop_btn = gr.Button("Stop", variant="stop", elem_id="train-stop")
+                resume_btn = gr.Button("Resume", elem_id="train-resume")
+        with gr.Column(scale=2):
+            status = gr.HTML(progress_html(0, 1, "ready", None, "stopped"), elem_id="train-status")
+            with gr.Row():
+                loss_plot = gr.Plot(label="Loss", elem_id="train-loss-plot")
+            with gr.Row():
+                lr_plot = gr.Plot(label="Learning rate", elem_id="train-lr-plot")
+                tput_plot = gr.Plot(label="Throughput", elem_id="train-tput-plot")
+            metrics_csv = gr.DownloadButton("Metrics CSV", value=None, elem_id="train-metrics-csv")
+            gr.Markdown("#### Preview at the last evaluation")
+            sample = gr.Textbox(label="Sample", lines=8, interactive=False, elem_id="train-sample")
+            confusion = gr.Plot(label="Confusion matrix", visible=False, elem_id="train-confusion")
+            translations = gr.Dataframe(label="Translations", interactive=False, visible=False, wrap=True,
+                                        elem_id="train-translations")
+    with gr.Accordion("Runs in the workspace", open=False):
+        runs_df = gr.Dataframe(interactive=False, label="Runs (final metrics)", elem_id="train-runs", max_height=360)
+        with gr.Row(equal_height=True):
+            compare_pick = gr.Dropdown([], multiselect=True, allow_custom_value=True, label="Compare runs",
+                                       elem_id="train-compare", scale=3)
+            compare_metric = gr.Dropdown(["loss", "val_loss", "accuracy", "exact_match", "token_accuracy", "lr"],
+                                         value="loss", label="Curve", scale=1, elem_id="train-compare-metric")
+            compare_btn = gr.Button("Compare", scale=1, elem_id="train-compare-btn")
+        with gr.Row():
+            overlay_plot = gr.Plot(label="Curves", elem_id="train-overlay")
+            bottleneck_plot = gr.Plot(label="Accuracy vs source length (seq2seq)", elem_id="train-bottleneck")
+        with gr.Row():
+            overlay_csv = gr.DownloadButton("Curves CSV", value=None)
+            bottleneck_csv = gr.DownloadButton("Accuracy by length CSV", value=None)
+
+    # -- wiring --------------------------------------------------------------------------------
+    private = {"api_visibility": "undocumented"}
+    form_out = [toml, description, name, *widgets]
+    preset.change(user_errors(preset_selected), [preset], form_out, api_name="train_preset", queue=False)
+    for f, w in zip(FORM_FIELDS, widgets):
+        w.input(user_errors(bind(set_field, f.key)), [toml, w], [toml], queue=False, show_progress="hidden",
+                api_name=f"train_set_{f.key.replace('.', '_')}", **private)
+    toml.input(form_updates, [toml], widgets, queue=False, show_progress="hidden", api_name="train_toml_form",
+               **private)
+    toml.change(bind(toml_tokenizer, ws), [toml], [tokenizer], queue=False, show_progress="hidden",
+                api_name="train_toml_tokenizer", **private)
+    tokenizer.input(user_errors(lambda text, value: set_field_raw(text, "data.tokenizer", value)), [toml, tokenizer],
+                    [toml], queue=False, show_progress="hidden", api_name="train_tokenizer", **private)
+    upload.upload(user_errors(use_upload), [toml, upload], [toml], queue=False, api_name="train_upload", **private).then(
+        form_updates, [toml], widgets, queue=False, **private)
+
+    outputs = [status, loss_plot, lr_plot, tput_plot, sample, confusion, translations, metrics_csv, run_state,
+               ctx.workspace_version]
+    start_event = start_btn.click(
+        bind(start_training, ws, settings), [preset, toml, name, overwrite, ctx.workspace_version], outputs,
+        api_name="train_start", show_progress="hidden", **ctx.heavy())
+    resume_event = resume_btn.click(
+        bind(resume_training, ws, settings), [toml, name, ctx.workspace_version], outputs,
+        api_name="train_resume", show_progress="hidden", **ctx.heavy())
+    stop_btn.click(bind(stop_status, ws), [run_state], [status], cancels=[start_event, resume_event],
+                   api_name="train_stop", queue=False)
+    compare_btn.click(bind(compare_runs, ws), [compare_pick, compare_metric],
+                      [overlay_plot, bottleneck_plot, overlay_csv, bottleneck_csv], api_name="train_compare")
+
+    ctx.on_workspace_change(bind(tokenizer_refresh, ws), [tokenizer, toml], [tokenizer], api_name="train_tokenizers")
+    ctx.on_workspace_change(bind(runs_refresh, ws), [compare_pick], [runs_df, compare_pick], api_name="train_runs")
+
+
+def set_field_raw(toml_text: str, key: str, value: Any) -> str:
+    """Set any `section.key` to a string value in the TOML text (the tokenizer dropdown)."""
+    preset = _parse(toml_text)
+    section, name = key.split(".", 1)
+    if value:
+        preset.section(section)[name] = str(value)
+    return preset_to_toml(preset)
+
+
+__all__ = ["FORM_FIELDS", "build", "compare_runs", "form_updates", "preset_selected", "progress_html",
+           "resume_training", "runs_refresh", "set_field", "start_training", "stop_status", "tokenizer_choices",
+           "use_upload"]

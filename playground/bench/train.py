@@ -1,0 +1,130 @@
+"""`python -m playground bench train`: this engine vs Hugging Face GPT2LMHeadModel, same work.
+
+Both train the `nanogpt-cpu-tiny` configuration (4 layers, 4 heads, d 128, context 64, batch 12,
+fp32, AdamW with the preset's groups, lr schedule and grad clipping) on the same batches from
+the same corpus. Ours is the real engine (`playground.training.engine.train`, its step time
+as it reports it, evaluation excluded); the peer is a plain loop around `GPT2LMHeadModel` of the
+same size (tied embeddings, gelu_new, learned positions, SDPA attention) with the same loss.
+The two are interleaved in rounds, so a busy machine slows both alike; tokens/s of each and the
+ratio are printed.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import tempfile
+import time
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("train", help="training tokens/s: this engine vs transformers' GPT-2, same config")
+    parser.add_argument("--preset", default="nanogpt-cpu-tiny")
+    parser.add_argument("--corpus", default="python-docs",
+                        help="corpus name or text file (default python-docs: built in, no download)")
+    parser.add_argument("--steps", type=int, default=120, help="measured steps of each (after warmup)")
+    parser.add_argument("--warmup", type=int, default=10, help="unmeasured steps of each first")
+    parser.add_argument("--rounds", type=int, default=6, help="interleaved rounds the steps are split into")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
+    parser.set_defaults(func=run)
+
+
+def hf_model(cfg, attn_implementation: str = "sdpa"):
+    """GPT2LMHeadModel with the same shape as our GPTConfig `cfg` (fp32, no dropout)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    hf_cfg = GPT2Config(
+        vocab_size=cfg.vocab_size, n_positions=cfg.block_size, n_embd=cfg.d_model, n_layer=cfg.n_layer,
+        n_head=cfg.n_head, n_inner=cfg.d_ff or 4 * cfg.d_model, activation_function="gelu_new",
+        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, layer_norm_epsilon=1e-5, tie_word_embeddings=True,
+        use_cache=False, attn_implementation=attn_implementation, bos_token_id=None, eos_token_id=None,
+    )
+    return GPT2LMHeadModel(hf_cfg)
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+    import torch.nn.functional as F
+
+    from playground.config import load_preset
+    from playground.training.adapters import get_adapter
+    from playground.training.config import resolve_run
+    from playground.training.device import device_caps
+    from playground.training.engine import make_optimizer, train
+    from playground.training.schedules import make_scheduler
+    from playground.workspace import Workspace
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    total = args.warmup + args.steps
+    overrides = {"data.corpus": args.corpus, "train.max_steps": str(total), "train.eval_interval": str(10 * total),
+                 "train.log_interval": "1", "train.preview": "false", "train.save_optimizer": "false",
+                 "train.eval_iters": "1"}
+    preset = load_preset(args.preset)
+    spec = resolve_run(preset, overrides)
+    cfg = spec.train
+    adapter = get_adapter("gpt")
+    prep = adapter.prepare(spec.data, spec.preset.model, None)
+    mc = prep.model_config
+    print(f"config {args.preset}: {mc.n_layer} layers, {mc.n_head} heads, d {mc.d_model}, context {mc.block_size}, "
+          f"batch {cfg.batch_size}, vocab {mc.vocab_size}; torch {torch.__version__}, {torch.get_num_threads()} threads")
+
+    # ours: the engine itself, stepped in rounds
+    workspace = Workspace(tempfile.mkdtemp(prefix="playground-bench-"))
+    engine = train(preset, workspace, "bench", overrides=overrides, device="cpu")
+    next(engine)  # start
+
+    # peer: GPT2LMHeadModel, same optimizer groups / schedule / clipping, same batches
+    torch.manual_seed(cfg.seed)
+    peer = hf_model(mc)
+    peer.train()
+    caps = device_caps("cpu")
+    opt = make_optimizer(peer, cfg, caps)
+    sched = make_scheduler(opt, cfg)
+    tokens_per_step = cfg.batch_size * mc.block_size
+
+    def peer_step(step: int) -> float:
+        t0 = time.perf_counter()
+        batch = adapter.batch(prep, cfg.seed, step, 0, cfg.batch_size, cfg.batch_size)
+        logits = peer(input_ids=batch["x"]).logits  # [B,T,V]
+        loss = F.cross_entropy(logits.flatten(0, 1), batch["y"].flatten())
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(peer.parameters(), cfg.grad_clip)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        if not math.isfinite(loss.item()):
+            raise RuntimeError("peer loss is not finite")
+        return time.perf_counter() - t0
+
+    ours_t: list[float] = []
+    peer_t: list[float] = []
+    ours_loss = 0.0
+    step = 0
+    last_elapsed = 0.0
+    per_round = max(1, args.steps // args.rounds)
+    schedule = [args.warmup] + [per_round] * args.rounds
+    for r, n in enumerate(schedule):
+        for _ in range(n):
+            ev = next(engine)
+            while ev.kind != "step":
+                ev = next(engine)
+            if r > 0:
+                ours_t.append(ev.elapsed_s - last_elapsed)
+            last_elapsed = ev.elapsed_s
+            ours_loss = ev.train_loss
+        for _ in range(n):
+            dt = peer_step(step)
+            step += 1
+            if r > 0:
+                peer_t.append(dt)
+    engine.close()
+    ours_rate = tokens_per_step * len(ours_t) / sum(ours_t)
+    peer_rate = tokens_per_step * len(peer_t) / sum(peer_t)
+    print(f"ours (playground engine)        : {ours_rate:10,.0f} tokens/s  (median step "
+          f"{1000 * statistics.median(ours_t):.1f} ms, last loss {ours_loss:.3f})")
+    print(f"peer (transformers GPT2LMHead)  : {peer_rate:10,.0f} tokens/s  (median step "
+          f"{1000 * statistics.median(peer_t):.1f} ms, {step} steps)")
+    print(f"ratio ours / peer: {ours_rate / peer_rate:.2f}x  ({len(ours_t)} measured steps each, "
+          f"{args.rounds} interleaved rounds)")
+    return 0

@@ -1,0 +1,106 @@
+"""Altair charts for the Train tab: DataFrame in, Chart out (pure, testable).
+
+Frames are long ("tidy"): one row per point with the series in a column, so the same builders
+serve one live run and an overlay of several runs.
+"""
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+WIDTH, HEIGHT = 520, 240
+
+
+def _empty(title: str) -> alt.Chart:
+    return alt.Chart(pd.DataFrame({"x": []})).mark_point().properties(title=title, width=WIDTH, height=HEIGHT)
+
+
+def loss_chart(curves: pd.DataFrame, title: str = "Loss") -> alt.Chart:
+    """Train and val loss against step. `curves`: step, split ("train" | "val"), loss[, run].
+
+    With a `run` column holding several runs, colour is the run and dash the split.
+    """
+    if curves.empty:
+        return _empty(title)
+    multi = "run" in curves and curves["run"].nunique() > 1
+    color = alt.Color("run:N" if multi else "split:N", title=None, legend=alt.Legend(orient="top"))
+    enc = dict(
+        x=alt.X("step:Q", title="step"),
+        y=alt.Y("loss:Q", title="cross-entropy", scale=alt.Scale(zero=False)),
+        color=color,
+        tooltip=[c for c in ("run", "split", "step", alt.Tooltip("loss:Q", format=".4f")) if not isinstance(c, str) or c in curves],
+    )
+    if multi:
+        enc["strokeDash"] = alt.StrokeDash("split:N", title=None)
+    base = alt.Chart(curves).encode(**enc)
+    lines = base.mark_line()
+    points = base.transform_filter(alt.datum.split == "val").mark_point(filled=True, size=40)
+    return alt.layer(lines, points).properties(title=title, width=WIDTH, height=HEIGHT)
+
+
+def metric_chart(points: pd.DataFrame, y: str, title: str, y_title: str | None = None, fmt: str = ".3g",
+                 log: bool = False) -> alt.Chart:
+    """One metric against step (`points`: step, <y>[, run]), one line per run if there is a run column."""
+    if points.empty or y not in points:
+        return _empty(title)
+    scale = alt.Scale(type="log") if log else alt.Scale(zero=False)
+    enc = dict(x=alt.X("step:Q", title="step"), y=alt.Y(f"{y}:Q", title=y_title or y, scale=scale),
+               tooltip=[c for c in ("run", "step") if c in points] + [alt.Tooltip(f"{y}:Q", format=fmt)])
+    if "run" in points and points["run"].nunique() > 1:
+        enc["color"] = alt.Color("run:N", title=None, legend=alt.Legend(orient="top"))
+    return alt.Chart(points).mark_line(point=len(points) < 60).encode(**enc).properties(
+        title=title, width=WIDTH, height=HEIGHT)
+
+
+def lr_chart(points: pd.DataFrame) -> alt.Chart:
+    """Learning rate against step (`points`: step, lr)."""
+    return metric_chart(points, "lr", "Learning rate", "lr", fmt=".3e")
+
+
+def throughput_chart(points: pd.DataFrame, unit: str = "tokens") -> alt.Chart:
+    """Throughput against step (`points`: step, throughput)."""
+    return metric_chart(points, "throughput", f"Throughput ({unit}/s)", f"{unit} per second", fmt=",.0f")
+
+
+def confusion_chart(matrix: list[list[int]], labels: list[str], title: str = "Confusion matrix (validation)") -> alt.LayerChart:
+    """Heatmap of counts, rows = true class, columns = predicted class, with the count in each cell."""
+    rows = [{"true": labels[i], "predicted": labels[j], "count": int(c)}
+            for i, row in enumerate(matrix) for j, c in enumerate(row)]
+    df = pd.DataFrame(rows)
+    order = list(labels)
+    base = alt.Chart(df).encode(
+        x=alt.X("predicted:N", sort=order, title="predicted"),
+        y=alt.Y("true:N", sort=order, title="true"),
+    )
+    cells = base.mark_rect().encode(color=alt.Color("count:Q", scale=alt.Scale(scheme="blues"), title="count"),
+                                    tooltip=["true", "predicted", "count"])
+    top = max(1, int(df["count"].max()) if not df.empty else 1)
+    text = base.mark_text(fontSize=11).encode(
+        text="count:Q",
+        color=alt.condition(alt.datum.count > top / 2, alt.value("white"), alt.value("black")),
+    )
+    side = max(200, min(460, 36 * len(labels)))
+    return alt.layer(cells, text).properties(title=title, width=side, height=side)
+
+
+def bottleneck_chart(buckets: pd.DataFrame, measure: str = "exact_match") -> alt.Chart:
+    """Accuracy against source length, one line per run (the fixed-vector bottleneck curve).
+
+    `buckets`: run, length (bucket lower bound), bucket (label), <measure>, n.
+    """
+    title = {"exact_match": "Exact match by source length", "token_accuracy": "Token accuracy by source length"}.get(
+        measure, measure)
+    if buckets.empty or measure not in buckets:
+        return _empty(title)
+    return (
+        alt.Chart(buckets)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("length:Q", title="source length (tokens, bucket start)"),
+            y=alt.Y(f"{measure}:Q", title=measure.replace("_", " "), scale=alt.Scale(domain=[0, 1]),
+                    axis=alt.Axis(format="%")),
+            color=alt.Color("run:N", title=None, legend=alt.Legend(orient="top")),
+            tooltip=["run", "bucket", alt.Tooltip(f"{measure}:Q", format=".1%"), "n"],
+        )
+        .properties(title=title, width=WIDTH, height=HEIGHT)
+    )

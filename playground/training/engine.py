@@ -1,0 +1,440 @@
+"""The training loop: a generator of :class:`TrainEvent`s, the same for every family and device.
+
+    for event in train("nanogpt-cpu-tiny", workspace, "my-run", stop=stop_event):
+        print(event.step, event.train_loss, event.val_loss)
+
+Per-family work goes through playground.training.adapters; per-device choices through
+playground.training.device. Stopping is per run: pass a threading.Event or a callable; closing
+the generator (a UI's Stop) also stops it. Either way the run's bundle is written at the step it
+stopped, and every checkpoint is written atomically, so the last good one is always loadable.
+Under `torchrun` (WORLD_SIZE > 1) the model is wrapped in DistributedDataParallel; each process
+takes its slice of the same global batch, so the loss curve matches a single process.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from playground.config import Preset
+from playground.errors import ConfigError, PlaygroundError, TrainingError
+from playground.models.registry import build_model
+from playground.settings import resolve_device
+from playground.training.adapters import FamilyAdapter, Prepared, Preview, get_adapter
+from playground.training.checkpoint import (
+    ResumeState,
+    load_resume_state,
+    optimizer_state_from_files,
+    save_checkpoint,
+)
+from playground.training.config import RunSpec, TrainConfig, preset_from_sections, resolve_run
+from playground.training.device import DeviceCaps, device_caps
+from playground.training.schedules import make_scheduler
+from playground.workspace import Workspace, validate_name
+
+StopSignal = threading.Event | Callable[[], bool] | None
+
+
+@dataclass
+class TrainEvent:
+    """One report from a run.
+
+    kind: "start" | "step" (every log_interval) | "eval" (metrics, preview, checkpoint written)
+    | "stopped" (checkpoint written at `step`) | "done".
+    """
+
+    kind: str
+    step: int
+    max_steps: int
+    train_loss: float | None = None
+    val_loss: float | None = None
+    lr: float | None = None
+    grad_norm: float | None = None
+    throughput: float | None = None  # `unit` per second, all processes together
+    unit: str = "tokens"
+    elapsed_s: float = 0.0  # training time of the run (resumed runs include earlier time)
+    eta_s: float | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    preview: Preview | None = None
+    checkpoint: str | None = None  # bundle name when one was written
+    message: str = ""
+
+    @property
+    def progress(self) -> float:
+        return self.step / max(1, self.max_steps)
+
+
+@dataclass(frozen=True)
+class DistInfo:
+    """This process's place in a distributed run (torchrun sets RANK / WORLD_SIZE / LOCAL_RANK)."""
+
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @classmethod
+    def from_env(cls) -> DistInfo:
+        return cls(int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)),
+                   int(os.environ.get("LOCAL_RANK", 0)))
+
+
+def _should_stop(stop: StopSignal) -> bool:
+    if stop is None:
+        return False
+    if isinstance(stop, threading.Event):
+        return stop.is_set()
+    return bool(stop())
+
+
+def make_optimizer(model: nn.Module, cfg: TrainConfig, caps: DeviceCaps) -> torch.optim.Optimizer:
+    """AdamW / Adam / SGD; weight decay on matrices and embeddings only (nanoGPT's grouping)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    decay = [p for p in params if p.dim() >= 2]
+    no_decay = [p for p in params if p.dim() < 2]
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    extra = caps.optimizer_kwargs(cfg.optimizer)
+    if cfg.optimizer == "adamw":
+        return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps, **extra)
+    if cfg.optimizer == "adam":
+        for g in groups:
+            g["weight_decay"] = 0.0
+        return torch.optim.Adam(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps, **extra)
+    return torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.beta1)
+
+
+@dataclass
+class _Run:
+    """Everything one run holds (kept together so checkpointing has one place to look)."""
+
+    spec: RunSpec
+    adapter: FamilyAdapter
+    prep: Prepared
+    model: nn.Module  # the plain module
+    train_model: nn.Module  # possibly compiled / DDP-wrapped
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    caps: DeviceCaps
+    dist: DistInfo
+    workspace: Workspace
+    name: str
+    rows: list[dict[str, Any]]
+    step: int = 0
+    elapsed_s: float = 0.0
+    seen: int = 0  # tokens or samples trained on
+    saved_step: int = -1
+
+
+def _summary(run: _Run, status: str) -> dict[str, Any]:
+    last = run.rows[-1] if run.rows else {}
+    out = {k: v for k, v in last.items() if k in ("val_loss", "train_loss", "accuracy", "exact_match", "token_accuracy")}
+    rate = last.get(f"{run.adapter.unit}_per_s")
+    if rate is not None:
+        out[f"{run.adapter.unit}_per_s"] = rate
+    buckets = [{"bucket": k.split("@", 1)[1], "exact_match": v, "token_accuracy": last.get(f"token_accuracy@{k.split('@', 1)[1]}"),
+                "n": last.get(f"n@{k.split('@', 1)[1]}")} for k, v in last.items() if k.startswith("exact_match@")]
+    if buckets:
+        out["buckets"] = buckets
+    out["status"] = status
+    return out
+
+
+def _save(run: _Run, status: str) -> str:
+    cfg = run.spec.train
+    save_checkpoint(
+        run.workspace, run.name, model=run.model, family=run.spec.family, model_config=run.prep.model_config,
+        sections=run.spec.sections(), preset_name=run.spec.name, train_config=cfg.to_dict(),
+        data={**asdict(run.spec.data), **run.prep.info}, step=run.step, rows=run.rows,
+        summary=_summary(run, status), tokenizer=run.prep.tokenizer, class_names=run.prep.class_names,
+        optimizer=run.optimizer if cfg.save_optimizer else None,
+        scheduler=run.scheduler if cfg.save_optimizer else None,
+        run_info={"status": status, "elapsed_s": round(run.elapsed_s, 3), "seen": run.seen, "unit": run.adapter.unit,
+                  "device": run.caps.describe(), "world_size": run.dist.world_size,
+                  "parameters": sum(p.numel() for p in run.model.parameters())},
+    )
+    run.saved_step = run.step
+    return run.name
+
+
+def _setup(
+    preset: Preset | str | None,
+    workspace: Workspace,
+    name: str,
+    overrides: dict[str, Any] | list[str] | None,
+    device: str,
+    resume: bool,
+    max_steps_cap: int | None,
+    dist: DistInfo,
+    limits: Any | None = None,
+) -> tuple[_Run, list[str]]:
+    notes: list[str] = []
+    name = validate_name(name)
+    state: ResumeState | None = None
+    if resume:
+        state = load_resume_state(workspace, name)
+        if not state.has_optimizer:
+            raise PlaygroundError(f"Checkpoint {name!r} was saved without optimizer state "
+                                  "(train.save_optimizer = false), so it cannot be resumed exactly; "
+                                  "start a new run instead.")
+        stored = preset_from_sections(state.sections, state.preset_name)
+        spec = resolve_run(stored, overrides)
+        if spec.preset.model != stored.model or spec.preset.data != stored.data:
+            raise ConfigError("A resumed run keeps its model and data; only [train] keys can change "
+                              "(e.g. train.max_steps to train longer).")
+    else:
+        if preset is None:
+            raise ConfigError("Give a preset to train (e.g. nanogpt-cpu-tiny).")
+        spec = resolve_run(preset, overrides)
+    cfg = spec.train
+    if max_steps_cap is not None and cfg.max_steps > max_steps_cap:
+        notes.append(f"max_steps capped at {max_steps_cap} (was {cfg.max_steps}) on this server.")
+        cfg.max_steps = max_steps_cap
+    if state is not None and state.step >= cfg.max_steps:
+        raise ConfigError(f"{name!r} is already at step {state.step} of train.max_steps = {cfg.max_steps}; "
+                          f"raise it to continue (e.g. --set train.max_steps={cfg.max_steps * 2}).")
+    if cfg.batch_size % dist.world_size:
+        raise ConfigError(f"train.batch_size = {cfg.batch_size} must be a multiple of the {dist.world_size} processes.")
+
+    adapter = get_adapter(spec.family)
+    dev = resolve_device(device)
+    if dev == "cuda" and dist.world_size > 1:
+        dev = f"cuda:{dist.local_rank}"
+        torch.cuda.set_device(dist.local_rank)
+    caps = device_caps(dev, cfg.precision, cfg.compile)
+    caps.apply_backend_flags()
+    prep = adapter.prepare(spec.data, spec.preset.model, workspace, tokenizer=state.tokenizer if state else None,
+                           limits=limits)
+
+    torch.manual_seed(cfg.seed)
+    model = build_model(spec.family, prep.model_config)
+    if state is not None:
+        from safetensors.torch import load_model
+
+        load_model(model, str(state.path / "model.safetensors"), strict=True, device="cpu")
+    model.to(dev)
+    optimizer = make_optimizer(model, cfg, caps)
+    scheduler = make_scheduler(optimizer, cfg, adapter.d_model(prep.model_config))
+    rows: list[dict[str, Any]] = []
+    step = 0
+    if state is not None:
+        optimizer_state_from_files(optimizer, {k: v.to(dev) if k.startswith("optim.") else v
+                                               for k, v in state.tensors.items()}, state.meta["optimizer"])
+        for group in optimizer.param_groups:  # [train] changes (lr, schedule) win over the stored groups
+            group["initial_lr"] = cfg.lr
+        scheduler = make_scheduler(optimizer, cfg, adapter.d_model(prep.model_config))
+        scheduler.last_epoch = state.step - 1
+        with warnings.catch_warnings():  # "scheduler.step() before optimizer.step()": intended here
+            warnings.simplefilter("ignore", UserWarning)
+            scheduler.step()  # sets the lr of update `state.step`
+        if "rng.cpu" in state.tensors:
+            torch.set_rng_state(state.tensors["rng.cpu"])
+        if "rng.cuda" in state.tensors and caps.device_type == "cuda":
+            torch.cuda.set_rng_state(state.tensors["rng.cuda"])
+        rows = [r for r in state.rows if (r.get("step") or 0) <= state.step]
+        step = state.step
+        notes.append(f"resumed {name!r} at step {step}.")
+
+    train_model: nn.Module = model
+    if caps.compile:
+        train_model = torch.compile(model)
+    if dist.world_size > 1:
+        from torch.nn.parallel import DistributedDataParallel
+
+        ids = [dist.local_rank] if caps.device_type == "cuda" else None
+        train_model = DistributedDataParallel(train_model, device_ids=ids)
+    run = _Run(spec, adapter, prep, model, train_model, optimizer, scheduler, caps, dist, workspace, name, rows,
+               step=step, elapsed_s=state.elapsed_s if state else 0.0)
+    run.saved_step = step if state is not None else -1
+    return run, notes
+
+
+def train(
+    preset: Preset | str | None,
+    workspace: Workspace,
+    name: str,
+    *,
+    overrides: dict[str, Any] | list[str] | None = None,
+    device: str = "auto",
+    resume: bool = False,
+    stop: StopSignal = None,
+    max_steps_cap: int | None = None,
+    dist: DistInfo | None = None,
+    limits: Any | None = None,
+) -> Iterator[TrainEvent]:
+    """Train `preset` (or resume the bundle `name`) and yield events; checkpoints go to `name`.
+
+    Raises PlaygroundError subclasses for bad presets / data, TrainingError when the loss turns
+    NaN or the device runs out of memory (the last written checkpoint stays as it was).
+    `max_steps_cap` and `limits` (a playground.settings.DemoCaps) are a shared server's caps.
+    """
+    dist = dist or DistInfo.from_env()
+    run, notes = _setup(preset, workspace, name, overrides, device, resume, max_steps_cap, dist, limits)
+    yield from _loop(run, notes, stop)
+
+
+def _eval(run: _Run, train_losses: list[float], rate: float | None, lr: float) -> tuple[dict[str, Any], Preview | None]:
+    cfg = run.spec.train
+    run.model.eval()
+    with torch.no_grad():
+        metrics = run.adapter.evaluate(run.model, run.prep, cfg, run.caps)
+        preview = run.adapter.preview(run.model, run.prep, cfg, run.caps) if cfg.preview else None
+    run.model.train()
+    row: dict[str, Any] = {"step": run.step}
+    row["train_loss"] = sum(train_losses) / len(train_losses) if train_losses else None
+    row.update(metrics)
+    row["lr"] = lr  # the lr of the last update
+    row[f"{run.adapter.unit}_per_s"] = rate
+    row["elapsed_s"] = round(run.elapsed_s, 3)
+    return row, preview
+
+
+def _loop(run: _Run, notes: list[str], stop: StopSignal) -> Iterator[TrainEvent]:
+    cfg = run.spec.train
+    adapter, prep, caps, dist = run.adapter, run.prep, run.caps, run.dist
+    world = dist.world_size
+    micro = cfg.batch_size // world
+    global_size = cfg.batch_size * cfg.grad_accum
+    unit = adapter.unit
+    ddp = run.train_model if world > 1 else None
+
+    def event(kind: str, **kw: Any) -> TrainEvent:
+        return TrainEvent(kind, run.step, cfg.max_steps, unit=unit, elapsed_s=run.elapsed_s, **kw)
+
+    n_params = sum(p.numel() for p in run.model.parameters())
+    yield event("start", message=" ".join(
+        [f"{run.spec.family} · {n_params / 1e6:.2f}M parameters · {caps.describe()}"
+         + (f" · {world} processes" if world > 1 else "")] + notes))
+
+    step_time: float | None = None  # EMA of seconds per update
+    eval_time = 0.0
+    window_losses: list[float] = []
+    since_eval: list[float] = []
+    rate: float | None = None
+    stopped = False
+    try:
+        while run.step < cfg.max_steps:
+            flag = _should_stop(stop)
+            if world > 1:
+                t = torch.tensor([1.0 if flag else 0.0], device=caps.device)
+                torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
+                flag = bool(t.item())
+            if flag:
+                stopped = True
+                break
+            t0 = time.perf_counter()
+            lr = run.scheduler.get_last_lr()[0]
+            loss_sum = torch.zeros((), device=caps.device)
+            count = 0
+            for m in range(cfg.grad_accum):
+                start = (m * world + dist.rank) * micro
+                batch = adapter.batch(prep, cfg.seed, run.step, start, micro, global_size)
+                count += adapter.count(prep, batch)
+                batch = {k: caps.to_device(v) for k, v in batch.items()}
+                sync = ddp.no_sync() if ddp is not None and m < cfg.grad_accum - 1 else contextlib.nullcontext()
+                with sync:
+                    with caps.autocast():
+                        loss = adapter.loss(run.train_model, batch, cfg.label_smoothing)
+                    (loss / cfg.grad_accum).backward()
+                loss_sum += loss.detach().float()
+            clip = cfg.grad_clip if cfg.grad_clip > 0 else math.inf
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(run.model.parameters(), clip))
+            loss_value = float(loss_sum) / cfg.grad_accum
+            if not (math.isfinite(loss_value) and math.isfinite(grad_norm)):
+                run.optimizer.zero_grad(set_to_none=True)
+                kept = f"the checkpoint of step {run.saved_step} is kept" if run.saved_step >= 0 else "nothing was saved"
+                raise TrainingError(
+                    f"The loss became {'NaN' if math.isnan(loss_value) or math.isnan(grad_norm) else 'infinite'} "
+                    f"at step {run.step + 1} (lr {lr:.3g}); {kept}. Lower train.lr, keep train.grad_clip on "
+                    "(e.g. 1.0) or use train.precision=fp32."
+                )
+            run.optimizer.step()
+            run.scheduler.step()
+            run.optimizer.zero_grad(set_to_none=True)
+            run.step += 1
+            dt = time.perf_counter() - t0
+            run.elapsed_s += dt
+            run.seen += count * world
+            step_time = dt if step_time is None else 0.9 * step_time + 0.1 * dt
+            rate = count * world / dt if dt > 0 else None
+            if world > 1:
+                t = torch.tensor([loss_value], device=caps.device)
+                torch.distributed.all_reduce(t)
+                loss_value = float(t) / world
+            window_losses.append(loss_value)
+            since_eval.append(loss_value)
+
+            remaining = cfg.max_steps - run.step
+            evals_left = remaining // cfg.eval_interval + 1
+            eta = remaining * step_time + evals_left * eval_time
+            is_eval = run.step % cfg.eval_interval == 0 or run.step == cfg.max_steps
+            if run.step % cfg.log_interval == 0 or run.step == 1:
+                yield event("step", train_loss=sum(window_losses) / len(window_losses), lr=lr, grad_norm=grad_norm,
+                            throughput=rate, eta_s=eta)
+                window_losses = []
+            if is_eval and dist.is_main:
+                te = time.perf_counter()
+                row, preview = _eval(run, since_eval, rate, lr)
+                since_eval = []
+                run.rows.append(row)
+                ckpt = _save(run, "finished" if run.step == cfg.max_steps else "running")
+                eval_time = time.perf_counter() - te
+                metrics = {k: v for k, v in row.items() if k not in ("step", "train_loss", "val_loss", "lr", "elapsed_s")}
+                yield event("eval", train_loss=row["train_loss"], val_loss=row["val_loss"], lr=row["lr"],
+                            throughput=rate, eta_s=remaining * step_time + (evals_left - 1) * eval_time,
+                            metrics=metrics, preview=preview, checkpoint=ckpt)
+    except GeneratorExit:
+        # the consumer closed us (a UI Stop): keep the work done since the last checkpoint
+        if dist.is_main and run.step > run.saved_step and run.step > 0:
+            _save(run, "stopped")
+        raise
+    except torch.cuda.OutOfMemoryError:
+        raise TrainingError("The GPU ran out of memory; lower train.batch_size (raise train.grad_accum to keep "
+                            "the effective batch) or use a smaller model.") from None
+    if stopped:
+        ckpt = None
+        if dist.is_main and run.step > run.saved_step and run.step > 0:
+            ckpt = _save(run, "stopped")
+        yield event("stopped", checkpoint=ckpt or (run.name if run.saved_step >= 0 else None),
+                    message=f"stopped at step {run.step}; resume to continue.")
+        return
+    last = run.rows[-1] if run.rows else {}
+    yield event("done", train_loss=last.get("train_loss"), val_loss=last.get("val_loss"), lr=last.get("lr"),
+                throughput=last.get(f"{unit}_per_s"), eta_s=0.0,
+                metrics={k: v for k, v in last.items() if k not in ("step", "train_loss", "val_loss", "lr", "elapsed_s")},
+                checkpoint=run.name if dist.is_main else None)
+
+
+@dataclass
+class TrainResult:
+    """The end of a run consumed to completion (CLI, tests, scripts)."""
+
+    name: str
+    step: int
+    status: str  # "done" | "stopped"
+    val_loss: float | None
+    metrics: dict[str, float]
+    events: list[TrainEvent]
+
+
+def run_training(preset: Preset | str | None, workspace: Workspace, name: str, *,
+                 on_event: Callable[[TrainEvent], None] | None = None, **kwargs: Any) -> TrainResult:
+    """Consume :func:`train` and return the final state (events kept for inspection)."""
+    events = []
+    for ev in train(preset, workspace, name, **kwargs):
+        events.append(ev)
+        if on_event is not None:
+            on_event(ev)
+    last = events[-1]
+    return TrainResult(name, last.step, last.kind, last.val_loss, last.metrics, events)

@@ -1,0 +1,55 @@
+"""Train-tab charts (playground.charts.training) and run tables (playground.training.runs)."""
+from __future__ import annotations
+
+import pandas as pd
+
+from playground.charts.training import bottleneck_chart, confusion_chart, loss_chart, lr_chart, throughput_chart
+from playground.training.engine import run_training
+from playground.training.runs import bucket_table, loss_curves, run_rows, runs_table
+from tests.training.conftest import tiny_preset
+
+
+def test_loss_chart_colours_splits_for_one_run_and_runs_for_several():
+    one = pd.DataFrame({"step": [1, 2, 2], "split": ["train", "train", "val"], "loss": [3.0, 2.5, 2.6]})
+    spec = loss_chart(one).to_dict()
+    assert spec["layer"][0]["encoding"]["color"]["field"] == "split"
+    many = pd.concat([one.assign(run="a"), one.assign(run="b")])
+    spec = loss_chart(many).to_dict()
+    assert spec["layer"][0]["encoding"]["color"]["field"] == "run"
+    assert spec["layer"][0]["encoding"]["strokeDash"]["field"] == "split"
+
+
+def test_metric_charts_and_empty_frames():
+    steps = pd.DataFrame({"step": [1, 2], "lr": [1e-4, 2e-4], "throughput": [100.0, 120.0]})
+    assert lr_chart(steps).to_dict()["encoding"]["y"]["field"] == "lr"
+    assert "tokens" in throughput_chart(steps).to_dict()["title"]
+    assert loss_chart(pd.DataFrame(columns=["step", "split", "loss"])).to_dict()["title"] == "Loss"
+
+
+def test_confusion_chart_counts_every_cell():
+    spec = confusion_chart([[3, 1], [0, 4]], ["cat", "dog"]).to_dict()
+    values = next(iter(spec["datasets"].values()))
+    assert sorted((v["true"], v["predicted"], v["count"]) for v in values) == [
+        ("cat", "cat", 3), ("cat", "dog", 1), ("dog", "cat", 0), ("dog", "dog", 4)]
+
+
+def test_bottleneck_chart_plots_accuracy_against_length():
+    df = pd.DataFrame({"run": ["a", "a"], "bucket": ["0-9", "10-19"], "length": [0, 10],
+                       "exact_match": [1.0, 0.5], "token_accuracy": [1.0, 0.9], "n": [5, 5]})
+    enc = bottleneck_chart(df, "token_accuracy").to_dict()["encoding"]
+    assert enc["x"]["field"] == "length" and enc["y"]["field"] == "token_accuracy" and enc["color"]["field"] == "run"
+
+
+def test_run_tables_from_the_workspace(workspace, corpus_file):
+    run_training(tiny_preset("rnn_seq2seq", max_steps=4, eval_interval=2), workspace, "s", device="cpu")
+    run_training(tiny_preset("gpt", corpus_file, max_steps=2, eval_interval=1), workspace, "g", device="cpu")
+    table = runs_table(workspace)
+    assert list(table["run"]) == ["g", "s"] and list(table["step"]) == [2, 4]
+    assert table.set_index("run").loc["s", "exact_match"] >= 0 and table.set_index("run").loc["g", "unit"] == "tokens"
+    rows = run_rows(workspace, ["g", "s", "missing"])
+    assert set(rows["run"]) == {"g", "s"} and len(rows) == 4
+    curves = loss_curves(rows)
+    assert set(curves["split"]) == {"train", "val"} and len(curves) == 8
+    buckets = bucket_table(workspace, ["g", "s"])
+    assert set(buckets["run"]) == {"s"} and buckets["n"].sum() == 30  # every val pair in one bucket
+    assert list(buckets["length"]) == sorted(buckets["length"])
