@@ -226,6 +226,12 @@ class KVCache:
                 layer.v = layer.v.index_select(0, index)  # type: ignore[union-attr]
 
 
+# Device types where causal self-attention calls SDPA with is_causal=True (flash kernels on
+# GPUs). On CPU, torch 2.13's SDPA is faster given an explicit boolean [T,K] mask: fwd+bwd at
+# B 12, H 4, T 64, hd 32 took 0.88 ms with the mask vs 1.24 ms with is_causal.
+IS_CAUSAL_DEVICE_TYPES = frozenset({"cuda", "mps", "xpu"})
+
+
 class MultiHeadAttention(NamedAttention):
     """Multi-head scaled-dot-product attention, self (causal or not) or cross.
 
@@ -293,9 +299,10 @@ class MultiHeadAttention(NamedAttention):
         K = k.shape[2]
 
         explicit = need_weights or needs_explicit(self)
-        # plain causal self-attention on the fast path: SDPA's is_causal, no mask tensor at all
+        # plain causal self-attention on the fast path: SDPA's is_causal, no mask tensor, where
+        # that is the fast kernel (IS_CAUSAL_DEVICE_TYPES); elsewhere the [T,K] mask built below
         use_is_causal = (not explicit and self.causal and T == K and T > 1
-                         and key_mask is None and not self.alibi)
+                         and x.device.type in IS_CAUSAL_DEVICE_TYPES and key_mask is None and not self.alibi)
         # mask [.., T, K] bool (True = attend), bias [H,T,K] float (ALiBi)
         mask = bias = None
         if self.causal and T > 1 and not use_is_causal:

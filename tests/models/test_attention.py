@@ -117,6 +117,22 @@ def test_fast_path_matches_explicit_path(causal: bool, pos: str, scale: bool) ->
         assert torch.allclose(fast, explicit, atol=1e-5), (fast - explicit).abs().max()
 
 
+def test_is_causal_path_used_on_gpus_matches_the_cpu_mask_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """GPUs call SDPA with is_causal=True, CPU with a boolean mask: run both branches on CPU."""
+    import playground.models.attention as attention
+
+    attn = MultiHeadAttention(32, 4, causal=True).train()
+    x = torch.randn(3, 9, 32, requires_grad=True)
+    mask_out = attn(x)[0]
+    (mask_grad,) = torch.autograd.grad(mask_out.square().sum(), x)
+    monkeypatch.setattr(attention, "IS_CAUSAL_DEVICE_TYPES", frozenset({"cpu"}))
+    causal_out = attn(x)[0]
+    (causal_grad,) = torch.autograd.grad(causal_out.square().sum(), x)
+    assert torch.allclose(mask_out, causal_out, atol=1e-5)
+    assert torch.allclose(mask_grad, causal_grad, atol=1e-5)
+    assert torch.allclose(causal_out, attn(x, need_weights=True)[0], atol=1e-5)
+
+
 def test_fast_path_matches_explicit_path_cross_and_cached() -> None:
     cross = MultiHeadAttention(32, 4, cross=True).eval()
     x, mem = torch.randn(2, 5, 32), torch.randn(2, 7, 32)
