@@ -25,6 +25,9 @@ class DeviceCaps:
     fused_adamw: bool  # AdamW(fused=True)
     pin_memory: bool  # pin host batches and copy them non-blocking
     compile: bool  # torch.compile the model
+    # read loss / grad norm back only at log and eval steps (reading waits for the device queue);
+    # on CPU a read costs nothing, so every step is checked
+    defer_readback: bool = False
 
     @property
     def device_type(self) -> str:
@@ -65,6 +68,21 @@ class DeviceCaps:
         return f"{self.device} ({', '.join(flags)})"
 
 
+_FUSED_CACHE: dict[str, bool] = {}
+
+
+def fused_adamw_supported(kind: str) -> bool:
+    """Whether torch has a fused AdamW kernel for this device type (CPU has one since torch 2.4)."""
+    if kind not in _FUSED_CACHE:
+        try:
+            param = torch.zeros(1, device=kind, requires_grad=True)
+            torch.optim.AdamW([param], fused=True)
+            _FUSED_CACHE[kind] = True
+        except (RuntimeError, TypeError, ValueError):
+            _FUSED_CACHE[kind] = False
+    return _FUSED_CACHE[kind]
+
+
 def device_caps(
     device: str,
     precision: str = "auto",
@@ -72,14 +90,18 @@ def device_caps(
     *,
     bf16_supported: bool | None = None,
     compile_supported: bool | None = None,
+    fused_supported: bool | None = None,
 ) -> DeviceCaps:
     """Decide the training switches for `device` (already resolved: cpu, cuda[:i], mps).
 
     - CUDA: bf16 autocast when the GPU supports bf16 (precision auto or bf16), TF32, fused AdamW,
-      pinned memory; compile when asked.
-    - CPU: fp32 unless precision = bf16 (CPU bf16 autocast); nothing else; compile when asked.
-    - MPS: fp32 unless bf16; no compile (inductor's MPS backend is not dependable yet).
-    `bf16_supported` / `compile_supported` default to asking torch; tests pass them in.
+      pinned memory, loss read back only at log/eval steps (no per-step sync); compile when asked.
+    - CPU: fp32 unless precision = bf16 (CPU bf16 autocast; measured slower than fp32 for these
+      small models); fused AdamW where torch has the CPU kernel (4x faster optimizer step than
+      the per-parameter loop); compile when asked.
+    - MPS: fp32 unless bf16; deferred read-back; no compile (inductor's MPS backend is not
+      dependable yet).
+    `bf16_supported` / `compile_supported` / `fused_supported` default to asking torch; tests pass them in.
     """
     kind = torch.device(device).type
     if precision not in ("auto", "fp32", "bf16"):
@@ -94,8 +116,12 @@ def device_caps(
         if precision == "bf16" and not bf16_supported:
             raise ConfigError("train.precision = bf16 but this GPU has no bf16; use train.precision=fp32 or auto.")
         dtype = torch.bfloat16 if precision != "fp32" and bf16_supported else None
-        return DeviceCaps(device, dtype, tf32=True, fused_adamw=True, pin_memory=True, compile=compile)
+        return DeviceCaps(device, dtype, tf32=True, fused_adamw=True, pin_memory=True, compile=compile,
+                          defer_readback=True)
     if kind in ("cpu", "mps"):
         dtype = torch.bfloat16 if precision == "bf16" else None
-        return DeviceCaps(device, dtype, tf32=False, fused_adamw=False, pin_memory=False, compile=compile)
+        if fused_supported is None:
+            fused_supported = kind == "cpu" and fused_adamw_supported("cpu")
+        return DeviceCaps(device, dtype, tf32=False, fused_adamw=bool(fused_supported) and kind == "cpu",
+                          pin_memory=False, compile=compile, defer_readback=kind == "mps")
     raise ConfigError(f"Unknown device {device!r}; use cpu, cuda or mps.")

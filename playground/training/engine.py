@@ -322,11 +322,50 @@ def _loop(run: _Run, notes: list[str], stop: StopSignal) -> Iterator[TrainEvent]
     window_losses: list[float] = []
     since_eval: list[float] = []
     rate: float | None = None
+    grad_norm: float | None = None
+    # Loss and grad norm stay on the device until read back: every step on CPU (free), only at
+    # log / eval / last steps on accelerators, where reading a value waits for the queued work.
+    pending: list[tuple[int, float, torch.Tensor, torch.Tensor]] = []  # (step, lr, loss [], grad norm [])
+    window = [0, 0, 0.0]  # since the last read-back: steps, tokens or samples, seconds
+
+    def fetch() -> list[float]:
+        """The pending losses and grad norms as floats: one read-back (a device sync)."""
+        if not pending:
+            return []
+        return torch.stack([t.float() for _, _, loss, norm in pending for t in (loss, norm)]).tolist()
+
+    def record(values: list[float]) -> None:
+        """Check and record fetched values; a NaN or inf ends the run before anything is saved."""
+        nonlocal grad_norm, rate, step_time
+        for i, (step, lr, _, _) in enumerate(pending):
+            loss_value, norm_value = values[2 * i], values[2 * i + 1]
+            if not (math.isfinite(loss_value) and math.isfinite(norm_value)):
+                pending.clear()
+                run.optimizer.zero_grad(set_to_none=True)
+                kept = (f"the checkpoint of step {run.saved_step} is kept" if run.saved_step >= 0
+                        else "nothing was saved")
+                raise TrainingError(
+                    f"The loss became {'NaN' if math.isnan(loss_value) or math.isnan(norm_value) else 'infinite'} "
+                    f"at step {step} (lr {lr:.3g}); {kept}. Lower train.lr, keep train.grad_clip on "
+                    "(e.g. 1.0) or use train.precision=fp32."
+                )
+            window_losses.append(loss_value)
+            since_eval.append(loss_value)
+            grad_norm = norm_value
+        pending.clear()
+        steps, seen, seconds = window
+        window[:] = [0, 0, 0.0]
+        if steps:
+            step_time = seconds / steps if step_time is None else 0.9 * step_time + 0.1 * seconds / steps
+            rate = seen / seconds if seconds > 0 else None
+
     stopped = False
     try:
         while run.step < cfg.max_steps:
             flag = _should_stop(stop)
-            if world > 1:
+            if world > 1 and pending:
+                flag = False  # ranks agree on stopping only at read-back points (no extra syncs)
+            elif world > 1:
                 t = torch.tensor([1.0 if flag else 0.0], device=caps.device)
                 torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
                 flag = bool(t.item())
@@ -349,39 +388,31 @@ def _loop(run: _Run, notes: list[str], stop: StopSignal) -> Iterator[TrainEvent]
                     (loss / cfg.grad_accum).backward()
                 loss_sum += loss.detach().float()
             clip = cfg.grad_clip if cfg.grad_clip > 0 else math.inf
-            grad_norm = float(torch.nn.utils.clip_grad_norm_(run.model.parameters(), clip))
-            loss_value = float(loss_sum) / cfg.grad_accum
-            if not (math.isfinite(loss_value) and math.isfinite(grad_norm)):
-                run.optimizer.zero_grad(set_to_none=True)
-                kept = f"the checkpoint of step {run.saved_step} is kept" if run.saved_step >= 0 else "nothing was saved"
-                raise TrainingError(
-                    f"The loss became {'NaN' if math.isnan(loss_value) or math.isnan(grad_norm) else 'infinite'} "
-                    f"at step {run.step + 1} (lr {lr:.3g}); {kept}. Lower train.lr, keep train.grad_clip on "
-                    "(e.g. 1.0) or use train.precision=fp32."
-                )
+            norm = torch.nn.utils.clip_grad_norm_(run.model.parameters(), clip)  # [] on the device
+            loss_mean = loss_sum / cfg.grad_accum
+            if world > 1:
+                torch.distributed.all_reduce(loss_mean)
+                loss_mean = loss_mean / world
+            pending.append((run.step + 1, lr, loss_mean, norm))
             run.optimizer.step()
             run.scheduler.step()
             run.optimizer.zero_grad(set_to_none=True)
             run.step += 1
-            dt = time.perf_counter() - t0
+            is_log = run.step % cfg.log_interval == 0 or run.step == 1
+            is_eval = run.step % cfg.eval_interval == 0 or run.step == cfg.max_steps
+            values = fetch() if not caps.defer_readback or is_log or is_eval else None
+            dt = time.perf_counter() - t0  # with a read-back, the wait for the device counts too
             run.elapsed_s += dt
             run.seen += count * world
-            step_time = dt if step_time is None else 0.9 * step_time + 0.1 * dt
-            rate = count * world / dt if dt > 0 else None
-            if world > 1:
-                t = torch.tensor([loss_value], device=caps.device)
-                torch.distributed.all_reduce(t)
-                loss_value = float(t) / world
-            window_losses.append(loss_value)
-            since_eval.append(loss_value)
+            window[:] = [window[0] + 1, window[1] + count * world, window[2] + dt]
+            if values is not None:
+                record(values)  # raises on a NaN before anything of this step is saved
 
             remaining = cfg.max_steps - run.step
             evals_left = remaining // cfg.eval_interval + 1
-            eta = remaining * step_time + evals_left * eval_time
-            is_eval = run.step % cfg.eval_interval == 0 or run.step == cfg.max_steps
-            if run.step % cfg.log_interval == 0 or run.step == 1:
+            if is_log:  # log and eval steps always follow a read-back: step_time and rate are fresh
                 yield event("step", train_loss=sum(window_losses) / len(window_losses), lr=lr, grad_norm=grad_norm,
-                            throughput=rate, eta_s=eta)
+                            throughput=rate, eta_s=remaining * step_time + evals_left * eval_time)
                 window_losses = []
             if is_eval and dist.is_main:
                 te = time.perf_counter()
@@ -395,14 +426,21 @@ def _loop(run: _Run, notes: list[str], stop: StopSignal) -> Iterator[TrainEvent]
                             throughput=rate, eta_s=remaining * step_time + (evals_left - 1) * eval_time,
                             metrics=metrics, preview=preview, checkpoint=ckpt)
     except GeneratorExit:
-        # the consumer closed us (a UI Stop): keep the work done since the last checkpoint
-        if dist.is_main and run.step > run.saved_step and run.step > 0:
+        # the consumer closed us (a UI Stop): keep the work done since the last checkpoint,
+        # unless a loss not yet read back went NaN
+        try:
+            record(fetch())
+            finite = True
+        except TrainingError:
+            finite = False
+        if finite and dist.is_main and run.step > run.saved_step and run.step > 0:
             _save(run, "stopped")
         raise
     except torch.cuda.OutOfMemoryError:
         raise TrainingError("The GPU ran out of memory; lower train.batch_size (raise train.grad_accum to keep "
                             "the effective batch) or use a smaller model.") from None
     if stopped:
+        record(fetch())  # what is saved must be finite
         ckpt = None
         if dist.is_main and run.step > run.saved_step and run.step > 0:
             ckpt = _save(run, "stopped")

@@ -29,10 +29,15 @@ def test_fp32_precision_on_cuda_disables_autocast_only():
     assert caps.autocast_dtype is None and caps.fused_adamw and caps.pin_memory
 
 
-def test_cpu_is_plain_fp32():
-    caps = device_caps("cpu")
+def test_cpu_is_fp32_with_fused_adamw_where_torch_has_it():
+    caps = device_caps("cpu", fused_supported=False)
     assert (caps.autocast_dtype, caps.tf32, caps.fused_adamw, caps.pin_memory, caps.compile) == (None, False, False, False, False)
     assert caps.optimizer_kwargs("adamw") == {}
+    assert device_caps("cpu", fused_supported=True).optimizer_kwargs("adamw") == {"fused": True}
+    real = device_caps("cpu")
+    if real.fused_adamw:  # this torch has the CPU kernel: an optimizer builds with it
+        p = torch.nn.Parameter(torch.ones(2))
+        torch.optim.AdamW([p], **real.optimizer_kwargs("adamw"))
     x = torch.ones(2)
     assert caps.to_device(x) is x  # no copy on CPU
     with caps.autocast():

@@ -204,3 +204,22 @@ def test_corpus_too_small_for_the_block_size_is_a_clear_error(workspace, tmp_pat
     with pytest.raises(PlaygroundError) as err:
         run_training(preset, workspace, "small", device="cpu")
     assert "block size 64" in str(err.value) and "lower block_size" in str(err.value)
+
+
+def test_a_compiled_model_is_saved_with_clean_keys(workspace):
+    from playground.models.registry import build_model, get_family
+    from playground.training.checkpoint import save_checkpoint
+
+    cfg = get_family("gpt").config_cls(vocab_size=11, block_size=8, n_layer=1, n_head=1, d_model=8)
+    model = build_model("gpt", cfg)
+    compiled = torch.compile(model)  # wraps lazily: nothing is compiled until it is called
+    assert any(k.startswith("_orig_mod.") for k in compiled.state_dict())
+    save_checkpoint(workspace, "c", model=compiled, family="gpt", model_config=cfg, sections={"family": "gpt"},
+                    preset_name="x", train_config={}, data={}, step=0, rows=[], summary={}, tokenizer=None,
+                    class_names=None, optimizer=None, scheduler=None, run_info={})
+    from safetensors import safe_open
+
+    with safe_open(str(workspace.path("models", "c") / "model.safetensors"), "pt") as f:
+        keys = list(f.keys())
+    assert keys and not any(k.startswith("_orig_mod.") for k in keys)
+    assert load_bundle("c", workspace).model.config.d_model == 8
