@@ -26,16 +26,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--warmup", type=int, default=10, help="unmeasured steps of each first")
     parser.add_argument("--rounds", type=int, default=6, help="interleaved rounds the steps are split into")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="preset override for every contender, e.g. model.ffn=gelu (repeatable)")
     parser.set_defaults(func=run)
 
 
-def hf_model(cfg, attn_implementation: str = "sdpa"):
-    """GPT2LMHeadModel with the same shape as our GPTConfig `cfg` (fp32, no dropout)."""
+# our ffn -> the HF activation computed by the same torch kernel
+HF_ACTIVATIONS = {"gelu": "gelu_pytorch_tanh", "gelu_exact": "gelu", "relu": "relu"}
+
+
+def hf_model(cfg, activation: str = "gelu_new", attn_implementation: str = "sdpa"):
+    """GPT2LMHeadModel with the same shape as our GPTConfig `cfg` (fp32, no dropout, tied
+    embeddings, learned positions, SDPA attention). GPT-2's own activation is gelu_new (tanh)."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
     hf_cfg = GPT2Config(
         vocab_size=cfg.vocab_size, n_positions=cfg.block_size, n_embd=cfg.d_model, n_layer=cfg.n_layer,
-        n_head=cfg.n_head, n_inner=cfg.d_ff or 4 * cfg.d_model, activation_function="gelu_new",
+        n_head=cfg.n_head, n_inner=cfg.d_ff or 4 * cfg.d_model, activation_function=activation,
         resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, layer_norm_epsilon=1e-5, tie_word_embeddings=True,
         use_cache=False, attn_implementation=attn_implementation, bos_token_id=None, eos_token_id=None,
     )
@@ -46,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
     import torch.nn.functional as F
 
-    from playground.config import load_preset
+    from playground.config import load_preset, parse_overrides
     from playground.training.adapters import get_adapter
     from playground.training.config import resolve_run
     from playground.training.device import device_caps
@@ -59,37 +66,44 @@ def run(args: argparse.Namespace) -> int:
     total = args.warmup + args.steps
     overrides = {"data.corpus": args.corpus, "train.max_steps": str(total), "train.eval_interval": str(10 * total),
                  "train.log_interval": "1", "train.preview": "false", "train.save_optimizer": "false",
-                 "train.eval_iters": "1"}
+                 "train.eval_iters": "1", **parse_overrides(args.overrides)}
     preset = load_preset(args.preset)
     spec = resolve_run(preset, overrides)
     cfg = spec.train
     adapter = get_adapter("gpt")
     prep = adapter.prepare(spec.data, spec.preset.model, None)
     mc = prep.model_config
+    caps = device_caps("cpu")
     print(f"config {args.preset}: {mc.n_layer} layers, {mc.n_head} heads, d {mc.d_model}, context {mc.block_size}, "
-          f"batch {cfg.batch_size}, vocab {mc.vocab_size}; torch {torch.__version__}, {torch.get_num_threads()} threads")
+          f"batch {cfg.batch_size}, vocab {mc.vocab_size}, ffn {mc.ffn}; optimizer {cfg.optimizer} "
+          f"{caps.optimizer_kwargs(cfg.optimizer) or ''}; torch {torch.__version__}, {torch.get_num_threads()} threads")
 
     # ours: the engine itself, stepped in rounds
     workspace = Workspace(tempfile.mkdtemp(prefix="playground-bench-"))
     engine = train(preset, workspace, "bench", overrides=overrides, device="cpu")
     next(engine)  # start
 
-    # peer: GPT2LMHeadModel, same optimizer groups / schedule / clipping, same batches
-    torch.manual_seed(cfg.seed)
-    peer = hf_model(mc)
-    peer.train()
-    caps = device_caps("cpu")
-    opt = make_optimizer(peer, cfg, caps)
-    sched = make_scheduler(opt, cfg)
+    # peers: GPT2LMHeadModel, same optimizer groups / schedule / clipping, same batches and loss
+    matched = HF_ACTIVATIONS.get(mc.ffn)
+    peers = {"transformers GPT2LMHeadModel (GPT-2's gelu_new)": hf_model(mc, "gelu_new")}
+    if matched:
+        peers[f"transformers GPT2LMHeadModel ({matched}: our activation)"] = hf_model(mc, matched)
+    state = {}
+    for label, model in peers.items():
+        torch.manual_seed(cfg.seed)
+        model.train()
+        opt = make_optimizer(model, cfg, caps)
+        state[label] = (model, opt, make_scheduler(opt, cfg), [])
     tokens_per_step = cfg.batch_size * mc.block_size
 
-    def peer_step(step: int) -> float:
+    def peer_step(label: str, step: int) -> float:
+        model, opt, sched, _ = state[label]
         t0 = time.perf_counter()
         batch = adapter.batch(prep, cfg.seed, step, 0, cfg.batch_size, cfg.batch_size)
-        logits = peer(input_ids=batch["x"]).logits  # [B,T,V]
+        logits = model(input_ids=batch["x"]).logits  # [B,T,V]
         loss = F.cross_entropy(logits.flatten(0, 1), batch["y"].flatten())
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(peer.parameters(), cfg.grad_clip)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         opt.step()
         sched.step()
         opt.zero_grad(set_to_none=True)
@@ -98,13 +112,11 @@ def run(args: argparse.Namespace) -> int:
         return time.perf_counter() - t0
 
     ours_t: list[float] = []
-    peer_t: list[float] = []
     ours_loss = 0.0
-    step = 0
     last_elapsed = 0.0
     per_round = max(1, args.steps // args.rounds)
-    schedule = [args.warmup] + [per_round] * args.rounds
-    for r, n in enumerate(schedule):
+    step = 0
+    for r, n in enumerate([args.warmup] + [per_round] * args.rounds):
         for _ in range(n):
             ev = next(engine)
             while ev.kind != "step":
@@ -113,18 +125,22 @@ def run(args: argparse.Namespace) -> int:
                 ours_t.append(ev.elapsed_s - last_elapsed)
             last_elapsed = ev.elapsed_s
             ours_loss = ev.train_loss
-        for _ in range(n):
-            dt = peer_step(step)
-            step += 1
-            if r > 0:
-                peer_t.append(dt)
+        for label in peers:
+            for i in range(n):
+                dt = peer_step(label, step + i)
+                if r > 0:
+                    state[label][3].append(dt)
+        step += n
     engine.close()
+
     ours_rate = tokens_per_step * len(ours_t) / sum(ours_t)
-    peer_rate = tokens_per_step * len(peer_t) / sum(peer_t)
-    print(f"ours (playground engine)        : {ours_rate:10,.0f} tokens/s  (median step "
-          f"{1000 * statistics.median(ours_t):.1f} ms, last loss {ours_loss:.3f})")
-    print(f"peer (transformers GPT2LMHead)  : {peer_rate:10,.0f} tokens/s  (median step "
-          f"{1000 * statistics.median(peer_t):.1f} ms, {step} steps)")
-    print(f"ratio ours / peer: {ours_rate / peer_rate:.2f}x  ({len(ours_t)} measured steps each, "
-          f"{args.rounds} interleaved rounds)")
+    print(f"{'ours (playground engine)':<58}: {ours_rate:9,.0f} tokens/s  "
+          f"(median step {1000 * statistics.median(ours_t):.1f} ms, loss {ours_loss:.3f})")
+    for label in peers:
+        times = state[label][3]
+        rate = tokens_per_step * len(times) / sum(times)
+        print(f"{'peer: ' + label:<58}: {rate:9,.0f} tokens/s  (median step "
+              f"{1000 * statistics.median(times):.1f} ms)  ratio ours/peer {ours_rate / rate:.2f}x")
+    print(f"({len(ours_t)} measured steps each after {args.warmup} warmup, {args.rounds} interleaved rounds; "
+          "the first peer is the baseline)")
     return 0
