@@ -413,8 +413,7 @@ def compare_runs(workspace: Workspace, names: list[str] | None, metric: str) -> 
         raise PlaygroundError("Pick one or more runs to compare.")
     rows = run_rows(workspace, names)
     if metric == "loss":
-        chart = loss_chart(loss_curves(rows), "Loss (train dashed by split, per run)")
-        data = loss_curves(rows)
+        chart = loss_chart(loss_curves(rows), "Train and val loss of the chosen runs")
     else:
         data = rows[["run", "step", metric]].dropna() if metric in rows else pd.DataFrame(columns=["run", "step", metric])
         chart = metric_chart(data, metric, metric.replace("_", " ").capitalize())
