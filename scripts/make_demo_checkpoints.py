@@ -21,7 +21,6 @@ bundles carry their preset sections, so `python -m playground train PRESET` repr
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -51,7 +50,6 @@ def main(argv: list[str] | None = None) -> int:
     from playground.training.engine import train
     from playground.workspace import Workspace
 
-    os.environ.setdefault("OMP_NUM_THREADS", "2")
     workspace = Workspace(args.workspace)
     for name in args.only or list(DEMOS):
         preset, overrides = DEMOS[name]
