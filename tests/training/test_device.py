@@ -12,6 +12,7 @@ def test_cuda_with_bf16_gets_every_fast_path():
     caps = device_caps("cuda", "auto", compile=True, bf16_supported=True, compile_supported=True)
     assert caps.autocast_dtype is torch.bfloat16
     assert caps.tf32 and caps.fused_adamw and caps.pin_memory and caps.compile
+    assert caps.defer_readback  # no per-step sync on the loss
     assert caps.optimizer_kwargs("adamw") == {"fused": True}
     assert caps.optimizer_kwargs("sgd") == {}
     assert "bf16" in caps.describe() and "fused AdamW" in caps.describe()
@@ -31,6 +32,7 @@ def test_fp32_precision_on_cuda_disables_autocast_only():
 
 def test_cpu_is_fp32_with_fused_adamw_where_torch_has_it():
     caps = device_caps("cpu", fused_supported=False)
+    assert not caps.defer_readback  # reading a CPU value costs nothing: every step is checked
     assert (caps.autocast_dtype, caps.tf32, caps.fused_adamw, caps.pin_memory, caps.compile) == (None, False, False, False, False)
     assert caps.optimizer_kwargs("adamw") == {}
     assert device_caps("cpu", fused_supported=True).optimizer_kwargs("adamw") == {"fused": True}
