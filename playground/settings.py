@@ -20,6 +20,7 @@ class DemoCaps:
     max_train_steps: int | None = None
     max_new_tokens: int | None = None
     max_analysis_examples: int | None = None
+    max_ig_steps: int | None = None  # integrated-gradients steps, the auto-raise included
     max_concurrent_jobs: int = 2
 
 
@@ -31,6 +32,7 @@ DEMO_CAPS = DemoCaps(
     max_train_steps=1000,
     max_new_tokens=300,
     max_analysis_examples=50,
+    max_ig_steps=200,
     max_concurrent_jobs=1,
 )
 

@@ -201,8 +201,11 @@ def summary_markdown(result: Any) -> str:
 def run_analysis(workspace: Workspace, device: str, checkpoint: str | None, text: str | None, image: Any,
                  sample: Any, position: Any, target: Any, methods: list[str] | None, layer: Any, head: Any,
                  ig_steps: Any, ig_auto: bool, handoff: dict | None = None,
-                 progress: gr.Progress | None = None) -> tuple:
-    """Run the per-input analysis; returns (summary, importance plot, agreement, grounding, heads plot, files)."""
+                 progress: gr.Progress | None = None, max_ig_steps: int | None = None) -> tuple:
+    """Run the per-input analysis; returns (summary, importance plot, agreement, grounding, heads plot, files).
+
+    `max_ig_steps` (a shared server's cap) bounds integrated gradients' steps, the auto-raise included."""
+    from playground.analysis.attributions import MAX_STEPS
     from playground.analysis.per_input import AnalysisOptions, InputSpec, analyze_checkpoint
     from playground.bundle import cached_bundle
     from playground.charts.analysis import head_frame, head_grid_chart
@@ -220,8 +223,9 @@ def run_analysis(workspace: Workspace, device: str, checkpoint: str | None, text
         spec.output_ids = handoff.get("output_ids")
         if spec.ids is not None:
             spec.text = text or ""
+    ig_max = min(MAX_STEPS, max_ig_steps or MAX_STEPS)
     options = AnalysisOptions(methods=tuple(methods), layer=_int_or_none(layer), head=_int_or_none(head),
-                              ig_steps=int(ig_steps or 50), ig_auto=bool(ig_auto))
+                              ig_steps=min(int(ig_steps or 50), ig_max), ig_auto=bool(ig_auto), ig_max_steps=ig_max)
     report = (lambda frac, name: progress(frac, desc=f"computing {name}")) if progress is not None else None
     result = analyze_checkpoint(bundle, spec, options, device=device, private=True, progress=report)
     grounding = result.pointing if result.pointing is not None else result.alignment
@@ -279,7 +283,10 @@ def _build_per_input(ctx: AppContext, ws: Workspace, device: str, checkpoint: gr
             with gr.Accordion("Options", open=False):
                 layer = gr.Textbox(label="Layer of 'attention' and 'norm' (blank = last)", value="", max_lines=1)
                 head = gr.Textbox(label="Head (blank = mean over heads)", value="", max_lines=1)
-                ig_steps = gr.Slider(4, 400, value=50, step=1, label="Integrated-gradients steps (start)")
+                ig_cap = ctx.settings.caps.max_ig_steps
+                ig_steps = gr.Slider(4, min(400, ig_cap or 400), value=50, step=1,
+                                     label="Integrated-gradients steps (start)",
+                                     info=f"at most {ig_cap} on this server, the auto-raise included" if ig_cap else None)
                 ig_auto = gr.Checkbox(value=True, label="Raise IG steps until |δ| ≤ 5% of |F(x) − F(x′)|")
                 gr.Markdown("Methods: " + "; ".join(f"`{k}` {v}" for k, v in METHODS.items()))
             with gr.Row():
@@ -306,7 +313,7 @@ def _build_per_input(ctx: AppContext, ws: Workspace, device: str, checkpoint: gr
     def _run(checkpoint, text, image, sample, position, target, methods, layer, head, ig_steps, ig_auto, handoff,
              progress=gr.Progress()):
         return run_analysis(ws, device, checkpoint, text, image, sample, position, target, methods, layer, head,
-                            ig_steps, ig_auto, handoff, progress)
+                            ig_steps, ig_auto, handoff, progress, max_ig_steps=ctx.settings.caps.max_ig_steps)
 
     event = run_btn.click(
         _run, [checkpoint, text, image, sample, position, target, methods, layer, head, ig_steps, ig_auto, handoff],

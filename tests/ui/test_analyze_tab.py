@@ -91,6 +91,16 @@ def test_run_analysis_draws_and_exports(workspace, family) -> None:
     assert set(exported["importances"]) == {"attention", "rollout", "ig", "loo"}
 
 
+def test_a_shared_servers_cap_bounds_integrated_gradients_steps(workspace) -> None:
+    from playground.settings import DEMO_CAPS
+
+    _save_gpt(workspace, "g")
+    summary = tab.run_analysis(workspace, "cpu", "g", "the lazy dog", None, None, None, None, ["ig"], None, None,
+                               300, True, max_ig_steps=20)[0]
+    assert "Integrated gradients: 20 steps" in summary  # asked 300, auto-raise on: both held at the cap
+    assert DEMO_CAPS.max_ig_steps is not None
+
+
 def test_user_errors_become_gradio_errors(workspace) -> None:
     import gradio as gr
 
