@@ -22,7 +22,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -35,6 +34,7 @@ from torch import Tensor
 
 from playground.analysis.query import Query
 from playground.errors import PlaygroundError
+from playground.stopping import StopFlag, is_stopped  # noqa: F401  (re-exported for the experiments)
 from playground.models.attention import (
     KVCache,
     attention_modules,
@@ -44,18 +44,6 @@ from playground.models.attention import (
 )
 
 LN2 = math.log(2.0)
-
-StopFlag = threading.Event | Callable[[], bool] | None
-
-
-def is_stopped(stop: StopFlag) -> bool:
-    """True when the run was asked to stop (an Event that is set, or a callable returning True)."""
-    if stop is None:
-        return False
-    if isinstance(stop, threading.Event):
-        return stop.is_set()
-    return bool(stop())
-
 
 def make_generator(seed: int, device: str | torch.device = "cpu") -> torch.Generator:
     """A fresh torch.Generator for one run (the global RNG is never touched)."""

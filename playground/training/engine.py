@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -29,6 +28,7 @@ from playground.config import Preset
 from playground.errors import ConfigError, PlaygroundError, TrainingError
 from playground.models.registry import build_model
 from playground.settings import resolve_device
+from playground.stopping import StopFlag, is_stopped
 from playground.training.adapters import FamilyAdapter, Prepared, Preview, get_adapter
 from playground.training.checkpoint import (
     ResumeState,
@@ -40,8 +40,6 @@ from playground.training.config import RunSpec, TrainConfig, preset_from_section
 from playground.training.device import DeviceCaps, device_caps
 from playground.training.schedules import make_scheduler
 from playground.workspace import Workspace, validate_name
-
-StopSignal = threading.Event | Callable[[], bool] | None
 
 
 @dataclass
@@ -89,14 +87,6 @@ class DistInfo:
     def from_env(cls) -> DistInfo:
         return cls(int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)),
                    int(os.environ.get("LOCAL_RANK", 0)))
-
-
-def _should_stop(stop: StopSignal) -> bool:
-    if stop is None:
-        return False
-    if isinstance(stop, threading.Event):
-        return stop.is_set()
-    return bool(stop())
 
 
 def make_optimizer(model: nn.Module, cfg: TrainConfig, caps: DeviceCaps) -> torch.optim.Optimizer:
@@ -268,7 +258,7 @@ def train(
     overrides: dict[str, Any] | list[str] | None = None,
     device: str = "auto",
     resume: bool = False,
-    stop: StopSignal = None,
+    stop: StopFlag = None,
     max_steps_cap: int | None = None,
     dist: DistInfo | None = None,
     limits: Any | None = None,
@@ -300,7 +290,7 @@ def _eval(run: _Run, train_losses: list[float], rate: float | None, lr: float) -
     return row, preview
 
 
-def _loop(run: _Run, notes: list[str], stop: StopSignal) -> Iterator[TrainEvent]:
+def _loop(run: _Run, notes: list[str], stop: StopFlag) -> Iterator[TrainEvent]:
     cfg = run.spec.train
     adapter, prep, caps, dist = run.adapter, run.prep, run.caps, run.dist
     world = dist.world_size
@@ -362,7 +352,7 @@ def _loop(run: _Run, notes: list[str], stop: StopSignal) -> Iterator[TrainEvent]
     stopped = False
     try:
         while run.step < cfg.max_steps:
-            flag = _should_stop(stop)
+            flag = is_stopped(stop)
             if world > 1 and pending:
                 flag = False  # ranks agree on stopping only at read-back points (no extra syncs)
             elif world > 1:
