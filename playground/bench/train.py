@@ -85,19 +85,19 @@ def run(args: argparse.Namespace) -> int:
 
     # peers: GPT2LMHeadModel, same optimizer groups / schedule / clipping, same batches and loss
     matched = HF_ACTIVATIONS.get(mc.ffn)
-    peers = {"transformers GPT2LMHeadModel (GPT-2's gelu_new)": hf_model(mc, "gelu_new")}
+    activations = {"transformers GPT2LMHeadModel (GPT-2's gelu_new)": "gelu_new"}
     if matched:
-        peers[f"transformers GPT2LMHeadModel ({matched}: our activation)"] = hf_model(mc, matched)
-    state = {}
-    for label, model in peers.items():
+        activations[f"transformers GPT2LMHeadModel ({matched}: our activation)"] = matched
+    peers = {}  # label -> (model, optimizer, scheduler, measured step times)
+    for label, activation in activations.items():
         torch.manual_seed(cfg.seed)
-        model.train()
+        model = hf_model(mc, activation).train()
         opt = make_optimizer(model, cfg, caps)
-        state[label] = (model, opt, make_scheduler(opt, cfg), [])
+        peers[label] = (model, opt, make_scheduler(opt, cfg), [])
     tokens_per_step = cfg.batch_size * mc.block_size
 
     def peer_step(label: str, step: int) -> float:
-        model, opt, sched, _ = state[label]
+        model, opt, sched, _ = peers[label]
         t0 = time.perf_counter()
         batch = adapter.batch(prep, cfg.seed, step, 0, cfg.batch_size, cfg.batch_size)
         logits = model(input_ids=batch["x"]).logits  # [B,T,V]
@@ -129,15 +129,14 @@ def run(args: argparse.Namespace) -> int:
             for i in range(n):
                 dt = peer_step(label, step + i)
                 if r > 0:
-                    state[label][3].append(dt)
+                    peers[label][3].append(dt)
         step += n
     engine.close()
 
     ours_rate = tokens_per_step * len(ours_t) / sum(ours_t)
     print(f"{'ours (playground engine)':<58}: {ours_rate:9,.0f} tokens/s  "
           f"(median step {1000 * statistics.median(ours_t):.1f} ms, loss {ours_loss:.3f})")
-    for label in peers:
-        times = state[label][3]
+    for label, (*_, times) in peers.items():
         rate = tokens_per_step * len(times) / sum(times)
         print(f"{'peer: ' + label:<58}: {rate:9,.0f} tokens/s  (median step "
               f"{1000 * statistics.median(times):.1f} ms)  ratio ours/peer {ours_rate / rate:.2f}x")

@@ -8,6 +8,7 @@ tested on a CPU-only machine by passing the hardware facts in.
 from __future__ import annotations
 
 import contextlib
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -68,19 +69,14 @@ class DeviceCaps:
         return f"{self.device} ({', '.join(flags)})"
 
 
-_FUSED_CACHE: dict[str, bool] = {}
-
-
+@functools.cache
 def fused_adamw_supported(kind: str) -> bool:
     """Whether torch has a fused AdamW kernel for this device type (CPU has one since torch 2.4)."""
-    if kind not in _FUSED_CACHE:
-        try:
-            param = torch.zeros(1, device=kind, requires_grad=True)
-            torch.optim.AdamW([param], fused=True)
-            _FUSED_CACHE[kind] = True
-        except (RuntimeError, TypeError, ValueError):
-            _FUSED_CACHE[kind] = False
-    return _FUSED_CACHE[kind]
+    try:
+        torch.optim.AdamW([torch.zeros(1, device=kind, requires_grad=True)], fused=True)
+    except (RuntimeError, TypeError, ValueError):
+        return False
+    return True
 
 
 def device_caps(
