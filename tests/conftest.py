@@ -40,7 +40,7 @@ def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp]
     from playground.ui.app import build_app
 
     root = tmp_path_factory.mktemp("app-ws")
-    settings = make_settings(root, device="cpu")
+    settings = make_settings(root, device="cpu", app=True)
     app = build_app(settings)
     port = free_port()
     app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)

@@ -44,5 +44,5 @@ def build_app(settings: Settings) -> gr.Blocks:
         triggers = [workspace_version.change, app.load, *(t.select for t in tab_objects)]
         for fn, inputs, outputs, api_name in ctx.refreshers:
             gr.on(triggers, fn, inputs=inputs, outputs=outputs, queue=False, show_progress="hidden", api_name=api_name)
-    app.queue(default_concurrency_limit=settings.caps.max_concurrent_jobs)
+    app.queue(default_concurrency_limit=settings.caps.light_slots)
     return app

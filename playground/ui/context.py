@@ -46,7 +46,7 @@ class AppContext:
     @property
     def heavy_limit(self) -> int:
         """How many heavy jobs (train, generate, analyze) the server runs at once."""
-        return self.settings.caps.max_concurrent_jobs
+        return self.settings.caps.heavy_slots
 
     def heavy(self) -> dict[str, Any]:
         """Keyword arguments for a heavy listener: shared concurrency id and limit."""
