@@ -27,9 +27,50 @@ class DemoCaps:
     light_slots: int = 4  # generate, encode, per-input analysis running at once (whole server)
     max_trainings_per_user: int = 1  # live trainings one user may have at once (app only)
     max_experiments_per_user: int = 1  # live experiments one user may have at once (app only)
+    # Sizes a user can type, checked before anything is allocated (playground.limits).
+    max_params: int | None = None  # model parameters (tied weights counted once)
+    max_train_memory_gb: float | None = None  # estimated training memory: weights, grads, optimizer, activations
+    max_batch_size: int | None = None  # sequences / images / pairs per micro-batch
+    max_grad_accum: int | None = None  # micro-batches per optimizer step
+    max_seq_len: int | None = None  # model.block_size, model.max_len, data.max_len
+    max_eval_batches: int | None = None  # train.eval_iters / train.eval_examples per evaluation
+    max_examples: int | None = None  # data.n: generated pairs / images
+    max_image_size: int | None = None  # data.image_size in pixels
+    max_seed: int = 2**63 - 1  # seeds are 0..max_seed (torch.Generator.manual_seed takes up to 2**64-1)
+    max_permutations: int | None = None  # experiments: n_perm and random draws
+    max_adversarial_steps: int | None = None  # experiments: adversarial / diagnostic optimisation steps
+    max_adversaries: int | None = None  # experiments: adversaries per example (k)
+    max_extra_seeds: int | None = None  # experiments: retrainings for the seed-variance experiment
+    max_encode_chars: int | None = None  # tokenizer tab: text to encode or compare
+    max_walk_chars: int | None = None  # tokenizer tab: the merge walk's word or line
+    max_prompt_chars: int | None = None  # generate prompts / seq2seq sources and analyze inputs
+    max_pretoken_chars: int | None = None  # BPE build: longest "word" the pre-tokenizer leaves (cost ~ length²)
+    max_bpe_work: float | None = None  # BPE build: corpus characters x vocabulary size
 
 
-FULL_CAPS = DemoCaps(max_upload_mb=200.0)
+# Generous but finite: sized for a 24 GiB, few-core server (and what the CLI enforces). The older
+# fields above max_params stay None here because the UI reads a value as "demo cap";
+# playground.limits.UNCAPPED_BOUNDS bounds them instead.
+FULL_CAPS = DemoCaps(
+    max_upload_mb=200.0,
+    max_params=300_000_000,
+    max_train_memory_gb=16.0,
+    max_batch_size=4096,
+    max_grad_accum=1024,
+    max_seq_len=8192,
+    max_eval_batches=100_000,
+    max_examples=2_000_000,
+    max_image_size=512,
+    max_permutations=10_000,
+    max_adversarial_steps=20_000,
+    max_adversaries=100,
+    max_extra_seeds=10,
+    max_encode_chars=500_000,
+    max_walk_chars=2000,
+    max_prompt_chars=100_000,
+    max_pretoken_chars=20_000,
+    max_bpe_work=5e12,
+)
 DEMO_CAPS = DemoCaps(
     max_upload_mb=5.0,
     max_corpus_chars=2_000_000,
@@ -38,6 +79,23 @@ DEMO_CAPS = DemoCaps(
     max_new_tokens=300,
     max_analysis_examples=50,
     max_ig_steps=200,
+    max_params=25_000_000,
+    max_train_memory_gb=4.0,
+    max_batch_size=256,
+    max_grad_accum=16,
+    max_seq_len=1024,
+    max_eval_batches=2000,
+    max_examples=100_000,
+    max_image_size=128,
+    max_permutations=500,
+    max_adversarial_steps=1000,
+    max_adversaries=10,
+    max_extra_seeds=2,
+    max_encode_chars=20_000,
+    max_walk_chars=1000,
+    max_prompt_chars=5000,
+    max_pretoken_chars=2000,
+    max_bpe_work=2e10,
     heavy_slots=1,
     light_slots=3,
 )
