@@ -24,6 +24,7 @@ from playground.analysis.inputs import Prepared
 from playground.analysis.pointing import alignment_accuracy, patch_mask, pointing_game
 from playground.analysis.propagation import FLOW_MAX_TOKENS
 from playground.errors import PlaygroundError
+from playground.zerogpu import ANALYSIS_S, gpu
 
 # name -> description (in the order the views show them)
 METHODS: dict[str, str] = {
@@ -407,6 +408,7 @@ def prepare_input(bundle: Any, spec: InputSpec, device: str | torch.device = "cp
     return prepared
 
 
+@gpu(duration=ANALYSIS_S)  # a ZeroGPU Space attaches its GPU for the analysis
 def analyze_checkpoint(bundle: Any, spec: InputSpec, options: AnalysisOptions | None = None,
                        device: str | torch.device = "cpu", private: bool = True,
                        progress: Callable[[float, str], None] | None = None) -> InputAnalysis:

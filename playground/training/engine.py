@@ -40,6 +40,7 @@ from playground.training.config import RunSpec, TrainConfig, preset_from_section
 from playground.training.device import DeviceCaps, device_caps
 from playground.training.schedules import make_scheduler
 from playground.workspace import Workspace, validate_name
+from playground.zerogpu import TRAIN_S, gpu
 
 
 @dataclass
@@ -251,6 +252,7 @@ def _setup(
 
 
 def train(
+@gpu(duration=TRAIN_S)  # a ZeroGPU Space attaches its GPU for the run
     preset: Preset | str | None,
     workspace: Workspace,
     name: str,

@@ -19,6 +19,7 @@ import pandas as pd
 
 from playground.errors import PlaygroundError
 from playground.ui.context import AppContext, choices_update, user_errors
+from playground.zerogpu import EXPERIMENT_S, gpu
 
 EXPERIMENT_LABELS: dict[str, str] = {
     "permutation": "Random permutation (J&W)",
@@ -125,6 +126,9 @@ def _render(result: Any, folder: Path, status: str) -> tuple[Any, ...]:
             gr.update(maximum=max(1, n_examples - 1)))
 
 
+# On ZeroGPU the GPU is attached for the whole experiment. This handler, not iter_experiment, is the
+# one decorated: spaces drops a generator's return value, and iter_experiment returns its result.
+@gpu(duration=EXPERIMENT_S)
 def run_experiment(workspace: Any, settings: Any, checkpoint: str | None, experiment: str, n: float, seed: float,
                    module: str | None, heads: str, epsilon: str, n_perm: float, steps: float, k: float,
                    views: list[str], references: list[str], methods: list[str], level: str, seeds: str,
