@@ -1,19 +1,45 @@
-"""Start the Transformer Playground app: parse flags, build settings, build the app, launch."""
+"""Start the Transformer Playground app: parse flags, build settings, build the app, launch.
+
+This file is also the Hugging Face Spaces entry point (`app_file: launch.py` in README.md):
+with SPACE_ID set it binds 0.0.0.0 and turns on demo mode.
+"""
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from playground.settings import DEFAULT_WORKSPACE, DEVICE_CHOICES
 
+EPILOG = """\
+workshop use:
+  python launch.py --host 0.0.0.0 --demo --auth-file users.txt --library ~/workshop
+      serve the room: capped jobs, a login per participant, and the instructor's prepared
+      tokenizers/checkpoints (DIR/tokenizers/<name>/, DIR/models/<name>/) read-only to everyone.
+  users.txt holds one "user:password" per line ("#" comments and blank lines allowed); a
+  password may be given as sha256:<hex>, the SHA-256 of the password:
+      python -c "import hashlib; print('sha256:' + hashlib.sha256(b'secret').hexdigest())"
+  After 5 wrong passwords for one user within 5 minutes that user is refused for 5 minutes;
+  more than 30 failed logins a minute in all refuse every login for that minute.
+
+deep links (hand out an exercise as a URL):
+  http://HOST:7860/?tab=train&preset=nanogpt-cpu-tiny&set=train.max_steps=300&set=model.n_layer=2
+      tab: tokenizer, train, generate or analyze; preset: a name from presets/; set: a
+      section.key=value of the preset (repeatable). Unknown or bad values are skipped with a notice.
+"""
+
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Transformer Playground: tokenizers, training, generation and attention analysis.")
+    parser = argparse.ArgumentParser(
+        description="Transformer Playground: tokenizers, training, generation and attention analysis.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--host", default=None, help="address to bind (default 127.0.0.1; 0.0.0.0 when SPACE_ID is set, as on Hugging Face Spaces)")
     parser.add_argument("--port", type=int, default=7860, help="port to serve on (default 7860)")
     parser.add_argument("--share", action="store_true", help="also create a public gradio.live link; offline, a one-line notice and local serving")
-    parser.add_argument("--auth", action="append", default=[], metavar="USER:PASS", help="require a login; repeat for several users")
+    parser.add_argument("--auth", action="append", default=[], metavar="USER:PASS", help="require a login; repeat for several users (PASS may be sha256:<hex>)")
+    parser.add_argument("--auth-file", action="append", default=[], metavar="FILE", help="require a login: one user:password per line (see below)")
+    parser.add_argument("--library", action="append", default=[], metavar="DIR", help="an instructor's folder of prepared tokenizers/ and models/, read-only to users; repeatable")
     parser.add_argument("--device", choices=DEVICE_CHOICES, default="auto", help="where models run: auto picks cuda, then mps, then cpu")
     parser.add_argument("--workspace", default=None, help=f"folder for tokenizers and models (default {DEFAULT_WORKSPACE})")
     parser.add_argument("--demo", action="store_true", help="conservative caps for public servers (also on when SPACE_ID is set)")
@@ -22,13 +48,40 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def parse_auth(items: list[str]) -> list[tuple[str, str]] | None:
     """`["alice:pw"]` -> `[("alice", "pw")]`; exits with a message on a malformed item."""
+    from playground.auth import AuthConfigError, parse_credential
+
     pairs = []
-    for item in items:
-        user, sep, password = item.partition(":")
-        if not sep or not user or not password:
-            sys.exit(f"--auth expects USER:PASS, got {item!r}")
-        pairs.append((user, password))
+    for i, item in enumerate(items, 1):
+        try:
+            pairs.append(parse_credential(item, f"--auth (#{i})"))
+        except AuthConfigError as exc:
+            sys.exit(str(exc))
     return pairs or None
+
+
+def build_auth(auth: list[str], auth_files: list[str]):
+    """The rate-limited login check for gradio, or None when no login is asked for; exits on bad input."""
+    from playground.auth import AuthConfigError, LoginGuard, merge_credentials, read_auth_file
+
+    try:
+        sources = [parse_auth(auth) or []] + [read_auth_file(path) for path in auth_files]
+        credentials = merge_credentials(*sources)
+    except AuthConfigError as exc:
+        sys.exit(str(exc))
+    return LoginGuard(credentials) if credentials else None
+
+
+def check_libraries(folders: list[str]) -> list[Path]:
+    """The --library folders as paths; exits naming the first one that is not a folder."""
+    out = []
+    for folder in folders:
+        path = Path(folder).expanduser()
+        if not path.is_dir():
+            sys.exit(f"--library {folder}: no such folder (expected one with tokenizers/ and/or models/ in it)")
+        if not (path / "tokenizers").is_dir() and not (path / "models").is_dir():
+            print(f"Note: --library {folder} has neither tokenizers/ nor models/; nothing will show from it.", file=sys.stderr)
+        out.append(path)
+    return out
 
 
 def _max_file_size(settings) -> int | None:
@@ -41,17 +94,19 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     from playground.errors import PlaygroundError
     from playground.settings import make_settings
-    from playground.ui.app import build_app
 
     on_spaces = bool(os.environ.get("SPACE_ID"))
     host = args.host or ("0.0.0.0" if on_spaces else "127.0.0.1")
+    auth = build_auth(args.auth, args.auth_file)
+    library = check_libraries(args.library)
     try:
-        settings = make_settings(args.workspace, args.device, args.demo)
+        settings = make_settings(args.workspace, args.device, args.demo, library=library, app=True)
         settings.resolved_device  # fail early on an unavailable --device
     except PlaygroundError as exc:
         sys.exit(str(exc))
+    from playground.ui.app import build_app
+
     app = build_app(settings)
-    auth = parse_auth(args.auth)
     serve(app, host, args.port, args.share, auth, _max_file_size(settings))
 
 
