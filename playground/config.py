@@ -41,9 +41,12 @@ def list_presets(presets_dir: Path = PRESETS_DIR) -> list[str]:
     return sorted(p.stem for p in Path(presets_dir).glob("*.toml"))
 
 
-def load_preset(name_or_path: str | Path, presets_dir: Path = PRESETS_DIR) -> Preset:
-    """Read a preset by name (from `presets/`) or from a .toml path."""
+def load_preset(name_or_path: str | Path, presets_dir: Path = PRESETS_DIR, allow_paths: bool = True) -> Preset:
+    """Read a preset by name (from `presets/`) or, where `allow_paths` (the CLI), from a .toml path."""
     path = Path(name_or_path)
+    if not allow_paths and str(name_or_path) not in list_presets(presets_dir):
+        raise NotFoundError(f"No preset {str(name_or_path)!r} (a path is not accepted on a shared server); "
+                            f"choose one of: {', '.join(list_presets(presets_dir))}.")
     if path.suffix != ".toml":
         path = Path(presets_dir) / f"{name_or_path}.toml"
     if not path.is_file():

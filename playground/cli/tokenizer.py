@@ -87,6 +87,7 @@ def _printer(quiet: bool = False):
 
 def run_train(args: argparse.Namespace) -> int:
     from playground.data.corpora import load_corpora
+    from playground.data.policy import data_policy
     from playground.tokenization import store
     from playground.workspace import validate_name
 
@@ -97,7 +98,7 @@ def run_train(args: argparse.Namespace) -> int:
         from playground.errors import PlaygroundError
 
         raise PlaygroundError(f"A tokenizer named {name!r} already exists; choose another --name or add --overwrite.")
-    corpus = load_corpora(args.corpus, ws, settings.caps)
+    corpus = load_corpora(args.corpus, ws, settings.caps, policy=data_policy(settings, ws))  # paths allowed
     print(f"corpus: {corpus.description}", file=sys.stderr)
     built = store.train(corpus, options_from(args), settings.caps, args.held_out, on_progress=_printer())
     path = store.save(ws, name, built, overwrite=args.overwrite)
@@ -170,11 +171,12 @@ def run_compare(args: argparse.Namespace) -> int:
 
 def run_sweep(args: argparse.Namespace) -> int:
     from playground.data.corpora import load_corpora
+    from playground.data.policy import data_policy
     from playground.tokenization.stats import iter_vocab_sweep
 
     ws = workspace_from(args)
     settings = make_settings(ws.root, demo=args.demo)
-    corpus = load_corpora(args.corpus, ws, settings.caps)
+    corpus = load_corpora(args.corpus, ws, settings.caps, policy=data_policy(settings, ws))  # paths allowed
     gen = iter_vocab_sweep(corpus.text, options_from(args), args.vocab_size, settings.caps)
     show = _printer()
     while True:

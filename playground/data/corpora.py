@@ -10,7 +10,8 @@ Downloaded once into ``workspace.cache_dir`` when online:
 
 - ``tinyshakespeare``: char-rnn's ``input.txt`` (about 1.1 MB of Shakespeare's plays).
 
-Anything else is a path to a UTF-8 ``.txt`` file (uploads land here too) or pasted text.
+Anything else is a path to a UTF-8 ``.txt`` file or pasted text; on a shared server only an
+upload (``upload:<name>``, see playground.data.policy) or pasted text.
 Every corpus is capped by ``DemoCaps.max_corpus_chars`` (cut at a line end, and the
 description says so); files bigger than ``DemoCaps.max_upload_mb`` are refused before they
 are read.
@@ -26,6 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from playground.data.policy import DataPolicy, default_policy
 from playground.errors import DataError, NotFoundError, OfflineError
 from playground.settings import DemoCaps, FULL_CAPS
 
@@ -242,28 +244,32 @@ def corpus_from_files(paths: Sequence[str | Path], caps: DemoCaps = FULL_CAPS) -
 
 
 def load_corpus(spec: str, workspace=None, caps: DemoCaps = FULL_CAPS,
-                fetch: Callable[[str], bytes] | None = None) -> Corpus:
-    """A built-in corpus by name (see `CORPORA`) or a UTF-8 text file by path."""
+                fetch: Callable[[str], bytes] | None = None, policy: DataPolicy | None = None,
+                field: str = "data.corpus") -> Corpus:
+    """A built-in corpus by name (see `CORPORA`), an ``upload:<name>`` in the user's upload
+    folder, or a UTF-8 text file by path where `policy` allows paths (None: the CLI's policy)."""
     if not isinstance(spec, str) or not spec.strip():
         raise DataError(f"Name a corpus: one of {', '.join(CORPORA)}, or the path of a UTF-8 .txt file.")
     spec = spec.strip()
     if spec in CORPORA:
         entry = CORPORA[spec]
         return _finish(entry.name, entry.loader(workspace=workspace, fetch=fetch), entry.description, caps)
-    return corpus_from_files([spec], caps)
+    path = default_policy(policy, workspace).resolve(spec, field, tuple(CORPORA))
+    return corpus_from_files([path], caps)
 
 
 def load_corpora(specs: Sequence[str], workspace=None, caps: DemoCaps = FULL_CAPS,
-                 fetch: Callable[[str], bytes] | None = None) -> Corpus:
+                 fetch: Callable[[str], bytes] | None = None, policy: DataPolicy | None = None) -> Corpus:
     """Several corpora (names or paths) joined into one; one spec is just `load_corpus`."""
     specs = [s for s in specs if s and s.strip()]
     if not specs:
         raise DataError(f"Name a corpus: one of {', '.join(CORPORA)}, or the path of a UTF-8 .txt file.")
     if len(specs) == 1:
-        return load_corpus(specs[0], workspace, caps, fetch)
+        return load_corpus(specs[0], workspace, caps, fetch, policy)
     if all(s not in CORPORA for s in specs):
-        return corpus_from_files(specs, caps)
+        rules = default_policy(policy, workspace)
+        return corpus_from_files([rules.resolve(s, "corpus", tuple(CORPORA)) for s in specs], caps)
     uncapped = dataclasses.replace(caps, max_corpus_chars=None)
-    parts = [load_corpus(s, workspace, uncapped, fetch) for s in specs]
+    parts = [load_corpus(s, workspace, uncapped, fetch, policy) for s in specs]
     text = "\n\n".join(p.text.strip("\n") for p in parts) + "\n"
     return _finish("+".join(p.name for p in parts), text, " + ".join(p.name for p in parts), caps)

@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from playground.data.policy import zip_member_parts
 from playground.data.shapes import DEFAULT_SHAPES, make_shapes
 from playground.errors import ConfigError, DataError, NotFoundError
 
@@ -68,16 +69,6 @@ def load_digits() -> ImageSet:
     return ImageSet(images=images, labels=labels, class_names=[str(d) for d in range(10)])
 
 
-def _safe_parts(name: str) -> tuple[str, ...]:
-    """Path components of a zip member name; DataError on absolute or parent-directory names."""
-    clean = name.replace("\\", "/")
-    parts = PurePosixPath(clean).parts
-    if (clean.startswith("/") or ".." in parts or (parts and ":" in parts[0])):
-        raise DataError(f"the zip holds an unsafe path {name!r} (absolute or with '..'); "
-                        f"re-create the zip from the folder that holds the class folders")
-    return tuple(p for p in parts if p not in ("", "."))
-
-
 def _is_junk(parts: tuple[str, ...]) -> bool:
     return (any(p == "__MACOSX" or p.startswith(".") for p in parts)
             or parts[-1].lower() in _JUNK_NAMES)
@@ -110,7 +101,7 @@ def load_image_zip(path: str | os.PathLike, image_size: int = 32, max_files: int
     with zf:
         members: list[tuple[tuple[str, ...], zipfile.ZipInfo]] = []
         for info in zf.infolist():
-            parts = _safe_parts(info.filename)
+            parts = zip_member_parts(info)  # symlinks, absolute and '..' names refused
             if info.is_dir() or not parts or _is_junk(parts):
                 continue
             if PurePosixPath(parts[-1]).suffix.lower() not in IMAGE_EXTENSIONS:
@@ -137,6 +128,7 @@ def load_image_zip(path: str | os.PathLike, image_size: int = 32, max_files: int
         index = {name: i for i, name in enumerate(class_names)}
         images = np.empty((len(members), 3, image_size, image_size), dtype=np.float32)
         labels = np.empty(len(members), dtype=np.int64)
+        read_total = 0
         for k, (parts, info) in enumerate(sorted(members, key=lambda m: m[0])):
             if info.file_size > max_file_bytes:
                 raise DataError(f"{info.filename!r} is {info.file_size:,} bytes; the limit per image "
@@ -149,6 +141,9 @@ def load_image_zip(path: str | os.PathLike, image_size: int = 32, max_files: int
                                 f"re-create the zip without a password") from None
             if len(data) > max_file_bytes:
                 raise DataError(f"{info.filename!r} is over {max_file_bytes:,} bytes; use a smaller image")
+            read_total += len(data)
+            if read_total > max_total_bytes:  # declared sizes can lie: count what was really unpacked
+                raise DataError(f"the zip unpacks to over {max_total_bytes:,} bytes; use fewer or smaller images")
             try:
                 with Image.open(io.BytesIO(data)) as img:
                     if img.width * img.height > _MAX_PIXELS:

@@ -2,8 +2,11 @@
 config.json (the trainer stores the `[data]` section plus split facts there).
 
 Only where it is cheap: generated pair sets and image sets are rebuilt from their seed; a text
-corpus is read only when it is a file or already in the workspace cache (never downloaded).
-Results are cached per (bundle path, weights mtime) — read-only derived data, shared by users.
+corpus is read only when it is built in (tinyshakespeare only from the workspace cache, never
+downloaded) or the user's own upload. No path recorded in a bundle is opened: only
+``upload:<name>`` files of the user's upload folder, and only for the user's own checkpoints
+(playground.data.policy). Results are cached per (bundle path, weights mtime, upload folder) —
+read-only derived data, shared by users.
 """
 from __future__ import annotations
 
@@ -31,16 +34,31 @@ _lock = threading.Lock()
 
 
 def validation_samples(bundle: Any, workspace: Any = None, n: int = 20) -> list[Sample]:
-    """Up to `n` validation examples of the bundle's data, or [] when not cheaply available."""
+    """Up to `n` validation examples of the bundle's data, or [] when not cheaply available.
+
+    Data comes from the built-in sets, or from uploads in `workspace`'s upload folder when the
+    bundle is one of the workspace's own checkpoints; a file path recorded in the bundle is never read.
+    """
+    from playground.data.policy import uploads_dir
+
     path = Path(bundle.path)
     try:
         mtime = (path / "model.safetensors").stat().st_mtime
     except OSError:
         mtime = 0.0
     root = str(getattr(workspace, "root", "")) if workspace is not None else ""
+    uploads = uploads_dir(workspace) if root and _inside(path, Path(root)) else None
     with _lock:
-        return list(_cached(str(path), mtime, root, n, bundle.family, _freeze(bundle.config.get("data") or {}),
+        return list(_cached(str(path), mtime, root, str(uploads or ""), n, bundle.family,
+                            _freeze(bundle.config.get("data") or {}),
                             _freeze({"block_size": getattr(bundle.model_config, "block_size", 64)})))
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(root.resolve())
+    except OSError:
+        return False
 
 
 def _freeze(d: dict[str, Any]) -> tuple:
@@ -49,22 +67,25 @@ def _freeze(d: dict[str, Any]) -> tuple:
 
 
 @functools.lru_cache(maxsize=16)
-def _cached(path: str, mtime: float, root: str, n: int, family: str, data: tuple, extra: tuple) -> tuple[Sample, ...]:
+def _cached(path: str, mtime: float, root: str, uploads: str, n: int, family: str, data: tuple,
+            extra: tuple) -> tuple[Sample, ...]:
+    from playground.data.policy import DataPolicy
     from playground.workspace import Workspace
 
     cfg = {k: list(v) if isinstance(v, tuple) else v for k, v in data}
     workspace = Workspace(root) if root else None
+    policy = DataPolicy(allow_paths=False, uploads=Path(uploads) if uploads else None)
     try:
         if family == "gpt":
-            return tuple(_text_samples(cfg, workspace, n, dict(extra)["block_size"]))
+            return tuple(_text_samples(cfg, workspace, n, dict(extra)["block_size"], policy))
         if family == "vit":
-            return tuple(_image_samples(cfg, n))
-        return tuple(_pair_samples(cfg, n))
+            return tuple(_image_samples(cfg, n, policy))
+        return tuple(_pair_samples(cfg, n, policy))
     except (PlaygroundError, OSError, ValueError, KeyError, TypeError, ImportError):
         return ()
 
 
-def _pair_samples(cfg: dict[str, Any], n: int) -> list[Sample]:
+def _pair_samples(cfg: dict[str, Any], n: int, policy: Any) -> list[Sample]:
     from playground.data.pairs import load_pair_set
     from playground.data.splits import split_indices
 
@@ -73,7 +94,7 @@ def _pair_samples(cfg: dict[str, Any], n: int) -> list[Sample]:
         return []
     opts: dict[str, Any] = {}
     if name == "tsv":
-        opts["path"] = cfg["path"]
+        opts["path"] = policy.resolve(cfg["path"], "data.path")  # uploads only
     else:
         for key in ("min_len", "max_len"):
             if cfg.get(key):
@@ -83,7 +104,7 @@ def _pair_samples(cfg: dict[str, Any], n: int) -> list[Sample]:
     return [Sample(f"{examples[i].src} → {examples[i].tgt}", examples[i].src, examples[i].tgt) for i in val[:n]]
 
 
-def _image_samples(cfg: dict[str, Any], n: int) -> list[Sample]:
+def _image_samples(cfg: dict[str, Any], n: int, policy: Any) -> list[Sample]:
     from playground.data.images import load_image_set
     from playground.data.splits import split_indices
 
@@ -94,9 +115,9 @@ def _image_samples(cfg: dict[str, Any], n: int) -> list[Sample]:
     if name == "shapes":
         opts = {"image_size": cfg.get("image_size", 32), "classes": list(cfg.get("classes") or [])} if cfg.get("classes") else {"image_size": cfg.get("image_size", 32)}
     elif name == "zip":
-        if not cfg.get("path") or not Path(cfg["path"]).is_file():
+        if not cfg.get("path"):
             return []
-        opts = {"path": cfg["path"], "image_size": cfg.get("image_size", 32)}
+        opts = {"path": policy.resolve(cfg["path"], "data.path"), "image_size": cfg.get("image_size", 32)}  # uploads only
     seed = int(cfg.get("seed", 0))
     images = load_image_set(name, cfg.get("n") or None, seed, **opts)
     _, val = split_indices(images.n, float(cfg.get("val_fraction", 0.2)), seed)
@@ -125,13 +146,13 @@ def _no_fetch(url: str) -> bytes:
     raise OfflineError("not downloading for validation samples")
 
 
-def _text_samples(cfg: dict[str, Any], workspace: Any, n: int, block_size: int) -> list[Sample]:
+def _text_samples(cfg: dict[str, Any], workspace: Any, n: int, block_size: int, policy: Any) -> list[Sample]:
     from playground.data.corpora import load_corpus
 
     corpus = cfg.get("corpus")
-    if not corpus:
+    if not corpus or not isinstance(corpus, str):
         return []
-    text = load_corpus(corpus, workspace=workspace, fetch=_no_fetch).text
+    text = load_corpus(corpus, workspace=workspace, fetch=_no_fetch, policy=policy).text  # built in or uploads only
     if cfg.get("max_chars"):
         text = text[: int(cfg["max_chars"])]
     val = text[int(len(text) * (1 - float(cfg.get("val_fraction", 0.1)))) :]

@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from playground.data.policy import DataPolicy, default_policy
 from playground.errors import ConfigError, DataError, NotFoundError
 from playground.models.registry import get_family
 from playground.training.config import TrainConfig, build_model_config
@@ -64,10 +65,12 @@ class FamilyAdapter:
     unit: str = "tokens"  # what throughput counts: tokens or samples
 
     def prepare(self, data: Any, model_values: dict[str, Any], workspace: Workspace | None,
-                tokenizer: Any | None = None, limits: Any | None = None) -> Prepared:
+                tokenizer: Any | None = None, limits: Any | None = None,
+                policy: DataPolicy | None = None) -> Prepared:
         """Load and split the data; build the model config (vocab size etc. from the data).
         `tokenizer` is given when resuming (the bundle's own), so ids never shift; `limits`
-        (playground.settings.DemoCaps) limits corpus and upload sizes on shared servers."""
+        (playground.settings.DemoCaps) limits corpus and upload sizes on shared servers; `policy`
+        says which files data references may open (None: the CLI's, any path)."""
         raise NotImplementedError
 
     def batch(self, prep: Prepared, seed: int, step: int, start: int, count: int, global_size: int) -> dict[str, Tensor]:
@@ -121,11 +124,12 @@ class GPTAdapter(FamilyAdapter):
     unit = "tokens"
 
     def prepare(self, data: TextDataConfig, model_values: dict[str, Any], workspace: Workspace | None,
-                tokenizer: Any | None = None, limits: Any | None = None) -> Prepared:
+                tokenizer: Any | None = None, limits: Any | None = None,
+                policy: DataPolicy | None = None) -> Prepared:
         from playground.data.splits import split_text
         from playground.tokenization.simple import build_char_tokenizer
 
-        text, description = load_text(data.corpus, workspace, data.max_chars, limits)
+        text, description = load_text(data.corpus, workspace, data.max_chars, limits, policy)
         if tokenizer is None:
             if data.tokenizer == "char":
                 tokenizer = build_char_tokenizer([text], [])
@@ -203,7 +207,8 @@ class ViTAdapter(FamilyAdapter):
     unit = "samples"
 
     def prepare(self, data: ImageDataConfig, model_values: dict[str, Any], workspace: Workspace | None,
-                tokenizer: Any | None = None, limits: Any | None = None) -> Prepared:
+                tokenizer: Any | None = None, limits: Any | None = None,
+                policy: DataPolicy | None = None) -> Prepared:
         from playground.data.images import load_image_set
         from playground.data.splits import split_indices
 
@@ -213,7 +218,9 @@ class ViTAdapter(FamilyAdapter):
         elif data.dataset == "zip":
             if not data.path:
                 raise ConfigError("data.dataset = zip needs data.path = a zip with one folder per class.")
-            opts = {"path": data.path, "image_size": data.image_size}
+            built_in = ("data.dataset = digits", "data.dataset = shapes")
+            path = default_policy(policy, workspace).resolve(data.path, "data.path", built_in)
+            opts = {"path": path, "image_size": data.image_size}
         images = load_image_set(data.dataset, data.n or None, data.seed, **opts)
         train_idx, val_idx = split_indices(images.n, data.val_fraction, data.seed)
         train, val = images.subset(train_idx), images.subset(val_idx)
@@ -302,12 +309,13 @@ class Seq2SeqAdapter(FamilyAdapter):
         self.family = family
 
     def prepare(self, data: PairDataConfig, model_values: dict[str, Any], workspace: Workspace | None,
-                tokenizer: Any | None = None, limits: Any | None = None) -> Prepared:
+                tokenizer: Any | None = None, limits: Any | None = None,
+                policy: DataPolicy | None = None) -> Prepared:
         from playground.data.pairs import pair_set_unit, pair_tokenizer
         from playground.data.splits import split_indices
         from playground.tokenization.simple import special_ids
 
-        examples = load_pairs(data)
+        examples = load_pairs(data, policy, workspace)
         train_idx, val_idx = split_indices(len(examples), data.val_fraction, data.seed)
         unit = pair_set_unit(data.pairs)
         if tokenizer is None:

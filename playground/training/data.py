@@ -24,7 +24,7 @@ from playground.workspace import Workspace
 class TextDataConfig:
     """`[data]` for GPT: a corpus and the tokenizer to cut it with."""
 
-    corpus: str = "tinyshakespeare"  # python-docs | python-code | tinyshakespeare | a path to a UTF-8 text file
+    corpus: str = "tinyshakespeare"  # python-docs | python-code | tinyshakespeare | upload:<name> | a path (CLI)
     tokenizer: str = "char"  # "char": characters of the corpus; else a tokenizer name in the workspace
     val_fraction: float = 0.1  # the tail of the corpus (nanoGPT's head/tail split)
     max_chars: int = 0  # keep only the first N characters (0 = all)
@@ -138,13 +138,14 @@ def random_shift(images: torch.Tensor, max_shift: int, generator: torch.Generato
 
 
 def load_text(corpus: str, workspace: Workspace | None, max_chars: int = 0,
-              caps: Any | None = None) -> tuple[str, str]:
-    """The text of a named corpus (python-docs, python-code, tinyshakespeare) or a UTF-8 file
-    path, cut to `max_chars` (0 = all), and a one-line description (playground.data.corpora)."""
+              caps: Any | None = None, policy: Any | None = None) -> tuple[str, str]:
+    """The text of a named corpus (python-docs, python-code, tinyshakespeare), an upload, or a
+    UTF-8 file path where `policy` (playground.data.policy.DataPolicy; None = the CLI's) allows
+    paths, cut to `max_chars` (0 = all), and a one-line description (playground.data.corpora)."""
     from playground.data.corpora import load_corpus
     from playground.settings import FULL_CAPS
 
-    loaded = load_corpus(corpus, workspace, caps or FULL_CAPS)
+    loaded = load_corpus(corpus, workspace, caps or FULL_CAPS, policy=policy)
     text = loaded.text[:max_chars] if max_chars else loaded.text
     if not text.strip():
         raise DataError(f"Corpus {corpus!r} is empty; give a text with at least a few thousand characters.")
@@ -255,15 +256,18 @@ class PairData:
         return {"src": src_t, "tgt_in": tgt_in, "tgt_out": tgt_out}
 
 
-def load_pairs(cfg: PairDataConfig) -> list:
-    """The configured pair set (seeded by data.seed)."""
-    from playground.data.pairs import load_pair_set
+def load_pairs(cfg: PairDataConfig, policy: Any | None = None, workspace: Workspace | None = None) -> list:
+    """The configured pair set (seeded by data.seed); a tsv's data.path goes through `policy`
+    (playground.data.policy.DataPolicy; None = the CLI's, uploads in `workspace`)."""
+    from playground.data.pairs import PAIR_SETS, load_pair_set
+    from playground.data.policy import default_policy
 
     opts: dict[str, Any] = {}
     if cfg.pairs == "tsv":
         if not cfg.path:
             raise ConfigError("data.pairs = tsv needs data.path = a file of source<TAB>target lines.")
-        opts["path"] = cfg.path
+        built_in = tuple(f"data.pairs = {p}" for p in PAIR_SETS if p != "tsv")
+        opts["path"] = default_policy(policy, workspace).resolve(cfg.path, "data.path", built_in)
     else:
         if cfg.min_len:
             opts["min_len"] = cfg.min_len

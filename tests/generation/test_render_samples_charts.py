@@ -85,16 +85,24 @@ def test_validation_samples_pairs_images_and_text(workspace, tmp_path):
     images = validation_samples(load_bundle("dig", workspace), workspace, n=3)
     assert len(images) == 3 and images[0].input.dtype == np.uint8 and images[0].reference in [str(i) for i in range(10)]
 
-    corpus = tmp_path / "corpus.txt"
+    corpus = workspace.root / "uploads" / "corpus.txt"  # the user's own upload (upload:corpus.txt)
+    corpus.parent.mkdir(parents=True)
     corpus.write_text("".join(f"line number {i} of the text\n" for i in range(200)), encoding="utf-8")
     ctok = build_char_tokenizer([corpus.read_text()], special_tokens=[])
     gcfg = GPTConfig(vocab_size=ctok.get_vocab_size(), block_size=32, n_layer=1, n_head=1, d_model=8)
     save_bundle(workspace, "txt", GPT(gcfg), "gpt", gcfg, tokenizer=ctok,
-                data={"corpus": str(corpus), "val_fraction": 0.1, "max_chars": 0})
+                data={"corpus": "upload:corpus.txt", "val_fraction": 0.1, "max_chars": 0})
     prompts = validation_samples(load_bundle("txt", workspace), workspace, n=4)
     assert len(prompts) == 4
     tail = corpus.read_text()[int(len(corpus.read_text()) * 0.9):]
     assert all(p.input in tail and p.input.startswith("line") for p in prompts)
+
+    # a file path recorded in a bundle is never opened for samples, not even an existing one
+    outside = tmp_path / "outside.txt"
+    outside.write_text(corpus.read_text(), encoding="utf-8")
+    save_bundle(workspace, "pth", GPT(gcfg), "gpt", gcfg, tokenizer=ctok,
+                data={"corpus": str(outside), "val_fraction": 0.1, "max_chars": 0})
+    assert validation_samples(load_bundle("pth", workspace), workspace) == []
 
     # a corpus that would need a download gives no samples instead of fetching
     save_bundle(workspace, "shk", GPT(gcfg), "gpt", gcfg, tokenizer=ctok, data={"corpus": "tinyshakespeare"})
