@@ -169,6 +169,7 @@ def _setup(
     max_steps_cap: int | None,
     dist: DistInfo,
     limits: Any | None = None,
+    policy: Any | None = None,
 ) -> tuple[_Run, list[str]]:
     notes: list[str] = []
     name = validate_name(name)
@@ -206,7 +207,7 @@ def _setup(
     caps = device_caps(dev, cfg.precision, cfg.compile)
     caps.apply_backend_flags()
     prep = adapter.prepare(spec.data, spec.preset.model, workspace, tokenizer=state.tokenizer if state else None,
-                           limits=limits)
+                           limits=limits, policy=policy)
 
     torch.manual_seed(cfg.seed)
     model = build_model(spec.family, prep.model_config)
@@ -264,15 +265,17 @@ def train(
     max_steps_cap: int | None = None,
     dist: DistInfo | None = None,
     limits: Any | None = None,
+    policy: Any | None = None,
 ) -> Iterator[TrainEvent]:
     """Train `preset` (or resume the bundle `name`) and yield events; checkpoints go to `name`.
 
     Raises PlaygroundError subclasses for bad presets / data, TrainingError when the loss turns
     NaN or the device runs out of memory (the last written checkpoint stays as it was).
-    `max_steps_cap` and `limits` (a playground.settings.DemoCaps) are a shared server's caps.
+    `max_steps_cap` and `limits` (a playground.settings.DemoCaps) are a shared server's caps;
+    `policy` (playground.data.policy.DataPolicy) which files the data may come from (None: any path).
     """
     dist = dist or DistInfo.from_env()
-    run, notes = _setup(preset, workspace, name, overrides, device, resume, max_steps_cap, dist, limits)
+    run, notes = _setup(preset, workspace, name, overrides, device, resume, max_steps_cap, dist, limits, policy)
     yield from _loop(run, notes, stop)
 
 
