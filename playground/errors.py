@@ -27,3 +27,7 @@ class OfflineError(PlaygroundError):
 
 class TrainingError(PlaygroundError):
     """Training cannot go on (NaN loss, out of memory, ...)."""
+
+
+class TooBigError(PlaygroundError):
+    """A size above what this server allows (model, batch, text, steps ...); the message says the cap."""

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from playground.config import Preset, apply_overrides, build_dataclass, coerce, load_preset, parse_overrides
 from playground.errors import ConfigError
+from playground.settings import DemoCaps
 
 SCHEDULES = ("constant", "cosine", "inverse_sqrt")
 OPTIMIZERS = ("adamw", "adam", "sgd")
@@ -151,8 +152,12 @@ def build_model_config(config_cls: type, values: dict[str, Any], derived: dict[s
         raise ConfigError(f"[model] {message}") from None
 
 
-def resolve_run(preset: Preset | str, overrides: dict[str, Any] | list[str] | None = None) -> RunSpec:
-    """Apply overrides and type-check the `[data]`, `[train]` and `[model]` sections."""
+def resolve_run(preset: Preset | str, overrides: dict[str, Any] | list[str] | None = None,
+                caps: DemoCaps | None = None) -> RunSpec:
+    """Apply overrides and type-check the `[data]`, `[train]` and `[model]` sections.
+
+    Every size is checked against `caps` (default FULL_CAPS) before anything is loaded or built.
+    """
     from playground.models.registry import get_family
     from playground.training.adapters import get_adapter
 
@@ -166,7 +171,26 @@ def resolve_run(preset: Preset | str, overrides: dict[str, Any] | list[str] | No
     check_model_values(get_family(preset.family).config_cls, preset.model)
     data = build_dataclass(adapter.data_config_cls, preset.data, "data")
     train = build_dataclass(TrainConfig, preset.train, "train")
-    return RunSpec(preset=preset, train=train, data=data)
+    spec = RunSpec(preset=preset, train=train, data=data)
+    check_run_sizes(spec, caps)
+    return spec
+
+
+def check_run_sizes(spec: RunSpec, caps: DemoCaps | None = None, check_steps: bool = True) -> None:
+    """TooBigError unless `[train]`, `[data]` and the `[model]` known so far fit `caps` (default FULL_CAPS)."""
+    from playground import limits
+
+    limits.check_train_config(spec.train, caps, check_steps=check_steps)
+    limits.check_data_config(spec.data, caps)
+    limits.check_model_values(spec.family, check_model_values(get_family_config(spec.family), spec.preset.model),
+                              caps, spec.train.batch_size, spec.train.optimizer)
+
+
+def get_family_config(family: str) -> type:
+    """The `[model]` config dataclass of `family`."""
+    from playground.models.registry import get_family
+
+    return get_family(family).config_cls
 
 
 # ---------------------------------------------------------------------------------------------

@@ -36,7 +36,8 @@ from playground.training.checkpoint import (
     optimizer_state_from_files,
     save_checkpoint,
 )
-from playground.training.config import RunSpec, TrainConfig, preset_from_sections, resolve_run
+from playground.limits import check_model_size, is_out_of_memory, too_big_on_oom
+from playground.training.config import RunSpec, TrainConfig, check_run_sizes, preset_from_sections, resolve_run
 from playground.training.device import DeviceCaps, device_caps
 from playground.training.schedules import make_scheduler
 from playground.workspace import Workspace, validate_name
@@ -159,6 +160,15 @@ def _save(run: _Run, status: str) -> str:
     return run.name
 
 
+def adapter_seq_len(prep: Prepared) -> int | None:
+    """The longest source or target of a seq2seq run's data (None for other families)."""
+    payload = prep.payload
+    if not hasattr(payload, "train_src"):
+        return None
+    lengths = [len(x) for part in (payload.train_src, payload.train_tgt) for x in part]
+    return max(lengths) + 1 if lengths else None
+
+
 def _setup(
     preset: Preset | str | None,
     workspace: Workspace,
@@ -193,6 +203,7 @@ def _setup(
     if max_steps_cap is not None and cfg.max_steps > max_steps_cap:
         notes.append(f"max_steps capped at {max_steps_cap} (was {cfg.max_steps}) on this server.")
         cfg.max_steps = max_steps_cap
+    check_run_sizes(spec, limits)  # this server's caps (resolve_run checked FULL_CAPS), before any data
     if state is not None and state.step >= cfg.max_steps:
         raise ConfigError(f"{name!r} is already at step {state.step} of train.max_steps = {cfg.max_steps}; "
                           f"raise it to continue (e.g. --set train.max_steps={cfg.max_steps * 2}).")
@@ -209,8 +220,10 @@ def _setup(
     prep = adapter.prepare(spec.data, spec.preset.model, workspace, tokenizer=state.tokenizer if state else None,
                            limits=limits, policy=policy)
 
+    check_model_size(spec.family, prep.model_config, cfg, limits, seq_len=adapter_seq_len(prep))
     torch.manual_seed(cfg.seed)
-    model = build_model(spec.family, prep.model_config)
+    with too_big_on_oom("This model", "lower model.d_model, model.n_layer or train.batch_size"):
+        model = build_model(spec.family, prep.model_config)
     if state is not None:
         from safetensors.torch import load_model
 
@@ -431,9 +444,12 @@ def _loop(run: _Run, notes: list[str], stop: StopFlag) -> Iterator[TrainEvent]:
         if finite and dist.is_main and run.step > run.saved_step and run.step > 0:
             _save(run, "stopped")
         raise
-    except torch.cuda.OutOfMemoryError:
-        raise TrainingError("The GPU ran out of memory; lower train.batch_size (raise train.grad_accum to keep "
-                            "the effective batch) or use a smaller model.") from None
+    except (torch.cuda.OutOfMemoryError, MemoryError, RuntimeError) as exc:
+        if not is_out_of_memory(exc):
+            raise
+        raise TrainingError("This run is too big for this server (it ran out of memory); try a lower "
+                            "train.batch_size (raise train.grad_accum to keep the effective batch) or a "
+                            "smaller model.") from None
     if stopped:
         record(fetch())  # what is saved must be finite
         ckpt = None

@@ -1,0 +1,430 @@
+"""Size limits checked before anything is allocated: every number a user can type is bounded.
+
+The caps live on :class:`playground.settings.DemoCaps` (FULL_CAPS for the CLI and a full server,
+DEMO_CAPS for a public one). Each ``check_*`` function raises :class:`TooBigError` whose message
+says the number, the cap, and what to do. Model sizes are estimated from the config alone
+(:func:`count_parameters`, :func:`estimate_training_bytes`), so a d_model of a million is refused
+without building anything.
+
+Pure logic: no gradio, no torch at import time.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from playground.errors import ConfigError, PlaygroundError, TooBigError
+from playground.settings import FULL_CAPS, DemoCaps
+
+# Fields FULL_CAPS leaves None (the UI reads a value there as a demo cap): their finite bounds.
+UNCAPPED_BOUNDS: dict[str, int] = {
+    "max_corpus_chars": 200_000_000,
+    "max_vocab_size": 65_536,
+    "max_train_steps": 1_000_000,
+    "max_new_tokens": 2000,
+    "max_analysis_examples": 10_000,
+    "max_ig_steps": 800,
+}
+FLOAT_BYTES = 4  # training runs in fp32 (bf16 autocast only shrinks activations)
+DEFAULT_SEQ_LEN = 64  # RNN seq2seq length when the data has not fixed it yet
+GB = 1e9
+
+
+def cap(caps: DemoCaps | None, field: str) -> float:
+    """The limit `field` has on this server: the caps' value, else FULL_CAPS', else UNCAPPED_BOUNDS."""
+    for source in (caps, FULL_CAPS):
+        value = getattr(source, field, None) if source is not None else None
+        if value is not None:
+            return value
+    if field in UNCAPPED_BOUNDS:
+        return UNCAPPED_BOUNDS[field]
+    raise KeyError(f"no cap called {field!r}")
+
+
+def _whole(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float) and not value.is_integer()):
+        raise ConfigError(f"{what} must be a whole number, got {value!r}.")
+    return int(value)
+
+
+def check_count(value: Any, field: str, caps: DemoCaps | None, what: str, minimum: int = 0, hint: str = "") -> int:
+    """`value` as an int in [minimum, cap]; TooBigError (above) or ConfigError (below) otherwise."""
+    number = _whole(value, what)
+    if number < minimum:
+        raise ConfigError(f"{what} must be at least {minimum:,}, got {number:,}.")
+    limit = int(cap(caps, field))
+    if number > limit:
+        raise TooBigError(f"{what} {number:,} is above this server's limit of {limit:,}; "
+                          f"{hint or f'use {limit:,} or less'}.")
+    return number
+
+
+def check_seed(value: Any, caps: DemoCaps | None = None, what: str = "seed") -> int:
+    """A seed in 0..max_seed (what torch.Generator.manual_seed takes, and every seed mix here)."""
+    number = _whole(value, what)
+    limit = int(cap(caps, "max_seed"))
+    if not 0 <= number <= limit:
+        raise ConfigError(f"{what} must be between 0 and {limit:,} (2**63 - 1), got {number:,}; "
+                          "pick a smaller whole number such as 0 or 1337.")
+    return number
+
+
+def check_text(text: str | None, field: str, caps: DemoCaps | None, what: str) -> str:
+    """`text` unless longer than the cap `field` (in characters); TooBigError saying how to shorten it."""
+    text = text or ""
+    limit = int(cap(caps, field))
+    if len(text) > limit:
+        raise TooBigError(f"{what} has {len(text):,} characters; this server takes at most {limit:,}. "
+                          "Shorten it (or split it into parts).")
+    return text
+
+
+# -- parameter count, from the config alone -----------------------------------------------------
+
+def _linear(n_in: int, n_out: int, bias: bool) -> int:
+    return n_in * n_out + (n_out if bias else 0)
+
+
+def _norm(kind: str, d: int, bias: bool) -> int:
+    return d * (2 if kind == "layernorm" and bias else 1)
+
+
+def _attention(d: int, bias: bool) -> int:
+    """Self (qkv + out) and cross (q + kv + out) attention have the same count: 4 D² (+ 4 D)."""
+    return 4 * d * d + (4 * d if bias else 0)
+
+
+def _ffn(d: int, d_ff: int, kind: str, bias: bool) -> int:
+    return _linear(d, 2 * d_ff if kind == "swiglu" else d_ff, bias) + _linear(d_ff, d, bias)
+
+
+def _d_ff(c: Any) -> int:
+    return c.d_ff or 4 * c.d_model
+
+
+def _encoder_block(c: Any) -> int:
+    return 2 * _norm(c.norm, c.d_model, c.bias) + _attention(c.d_model, c.bias) + _ffn(c.d_model, _d_ff(c), c.ffn, c.bias)
+
+
+def _decoder_block(c: Any) -> int:
+    return 3 * _norm(c.norm, c.d_model, c.bias) + 2 * _attention(c.d_model, c.bias) + _ffn(c.d_model, _d_ff(c), c.ffn, c.bias)
+
+
+def _final_norm(c: Any) -> int:
+    return _norm(c.norm, c.d_model, c.bias) if c.norm_placement == "pre" else 0
+
+
+def _positions(c: Any, n_positions: int) -> int:
+    return n_positions * c.d_model if c.pos_encoding == "learned" else 0  # sinusoidal: a buffer
+
+
+def _rnn(cell: str, n_in: int, hidden: int, layers: int, directions: int) -> int:
+    gates = 3 if cell == "gru" else 4
+    total = 0
+    for layer in range(layers):
+        layer_in = n_in if layer == 0 else hidden * directions
+        total += directions * gates * (layer_in * hidden + hidden * hidden + 2 * hidden)
+    return total
+
+
+def _score(kind: str, query_dim: int, key_dim: int, attn_dim: int) -> int:
+    if kind == "additive":
+        return (query_dim + key_dim) * attn_dim + attn_dim
+    if kind == "general":
+        return query_dim * key_dim
+    return 0  # dot, scaled_dot, uniform, none
+
+
+def count_parameters(family: str, config: Any) -> int:
+    """Parameters of the model `config` builds (tied weights once), computed without building it."""
+    c = config
+    if family == "gpt":
+        return (c.vocab_size * c.d_model + _positions(c, c.block_size) + c.n_layer * _encoder_block(c)
+                + _final_norm(c))
+    if family == "vit":
+        n_tokens = (c.image_size // c.patch_size) ** 2 + (c.pool == "cls")
+        return (c.channels * c.d_model * c.patch_size**2 + c.d_model + (c.d_model if c.pool == "cls" else 0)
+                + _positions(c, n_tokens) + c.n_layer * _encoder_block(c) + _final_norm(c)
+                + _linear(c.d_model, c.n_classes, True))
+    if family == "transformer_seq2seq":
+        embeddings = c.vocab_size * c.d_model * (1 if c.share_embeddings else 2)
+        return (embeddings + _positions(c, c.max_len) + c.n_encoder_layers * _encoder_block(c)
+                + c.n_decoder_layers * _decoder_block(c) + 2 * _final_norm(c))
+    if family == "rnn_seq2seq":
+        directions = 2 if c.bidirectional else 1
+        hidden = c.hidden
+        return (2 * c.vocab_size * c.emb_dim
+                + _rnn(c.cell, c.emb_dim, hidden // directions, c.n_layers, directions)
+                + _rnn(c.cell, c.emb_dim + hidden, hidden, c.n_layers, 1)
+                + _score(c.attention, hidden, hidden, c.attn_dim or hidden)
+                + _linear(2 * hidden + c.emb_dim, hidden, True) + _linear(hidden, c.vocab_size, True))
+    raise ConfigError(f"Unknown model family {family!r}.")
+
+
+# -- training memory -------------------------------------------------------------------------------
+
+def sequence_length(family: str, config: Any, seq_len: int | None = None) -> int:
+    """The longest sequence a training batch holds: block_size, ViT tokens, max_len, or `seq_len`."""
+    if family == "gpt":
+        return int(config.block_size)
+    if family == "vit":
+        return (config.image_size // config.patch_size) ** 2 + (config.pool == "cls")
+    if family == "transformer_seq2seq":
+        return min(config.max_len, seq_len) if seq_len else config.max_len
+    return seq_len or DEFAULT_SEQ_LEN
+
+
+def _activation_floats(family: str, c: Any, batch: int, seq: int) -> int:
+    """A rough, generous count of the floats autograd keeps for one micro-batch (forward + backward)."""
+    if family == "rnn_seq2seq":
+        gates = 3 if c.cell == "gru" else 4
+        h = c.hidden
+        per_step = c.n_layers * (gates + 3) * h * 2 + c.emb_dim * 2  # encoder + decoder states
+        attention = seq * ((c.attn_dim or h) if c.attention == "additive" else 1) * 2
+        return batch * seq * (per_step + attention + 2 * h + c.emb_dim + 4 * c.vocab_size)
+    d, f = c.d_model, _d_ff(c)
+    fc_out = 2 * f if c.ffn == "swiglu" else f
+    heads = c.n_head
+
+    def layer(attn_maps: int) -> int:  # per token: norms, q/k/v, outputs, residuals, FFN, attention weights
+        return 16 * d + 2 * fc_out + 2 * heads * seq * attn_maps
+
+    if family == "gpt":
+        return batch * seq * (c.n_layer * layer(1) + 2 * d + 4 * c.vocab_size)
+    if family == "vit":
+        return batch * seq * c.n_layer * layer(1) + 2 * batch * c.channels * c.image_size**2
+    if family == "transformer_seq2seq":
+        return batch * seq * (c.n_encoder_layers * layer(1) + c.n_decoder_layers * (layer(2) + 8 * d)
+                              + 4 * d + 4 * c.vocab_size)
+    raise ConfigError(f"Unknown model family {family!r}.")
+
+
+def optimizer_floats_per_param(optimizer: str) -> int:
+    """Optimizer state per parameter: Adam(W) keeps two moments, SGD with momentum one."""
+    return 1 if optimizer == "sgd" else 2
+
+
+def estimate_training_bytes(family: str, config: Any, batch_size: int, seq_len: int | None = None,
+                            optimizer: str = "adamw") -> int:
+    """Rough training memory: weights, gradients, optimizer state and one micro-batch's activations."""
+    params = count_parameters(family, config)
+    per_param = 2 + optimizer_floats_per_param(optimizer)
+    seq = sequence_length(family, config, seq_len)
+    return FLOAT_BYTES * (per_param * params + _activation_floats(family, config, batch_size, seq))
+
+
+def _size_words(n_bytes: float) -> str:
+    return f"~{n_bytes / GB:,.1f} GB" if n_bytes >= 0.1 * GB else f"~{n_bytes / 1e6:,.0f} MB"
+
+
+def _width_field(family: str) -> str:
+    return "hidden" if family == "rnn_seq2seq" else "d_model"
+
+
+def _fits(family: str, config: Any, batch: int, seq_len: int | None, optimizer: str, caps: DemoCaps | None) -> bool:
+    return (count_parameters(family, config) <= cap(caps, "max_params")
+            and estimate_training_bytes(family, config, batch, seq_len, optimizer) <= cap(caps, "max_train_memory_gb") * GB)
+
+
+def _largest(fits: Any, step: int, high: int) -> int | None:
+    """The largest multiple of `step` in [step, high] for which `fits(value)` holds (monotone), or None."""
+    lo, hi = 1, max(1, high // step)
+    if not fits(step):
+        return None
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid * step):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo * step
+
+
+def _suggestion(family: str, config: Any, batch: int, seq_len: int | None, optimizer: str,
+                caps: DemoCaps | None) -> str:
+    field = _width_field(family)
+    width = getattr(config, field)
+    step = 2 if family == "rnn_seq2seq" else getattr(config, "n_head", 1) * 2
+
+    def with_width(value: int) -> bool:
+        return _fits(family, _replaced(config, field, value), batch, seq_len, optimizer, caps)
+
+    tips = []
+    best = _largest(with_width, step, width)
+    if best is not None and best < width:
+        tips.append(f"model.{field} ≤ {best:,}")
+    if count_parameters(family, config) <= cap(caps, "max_params"):
+        best_batch = _largest(lambda b: _fits(family, config, b, seq_len, optimizer, caps), 1, batch)
+        if best_batch is not None and best_batch < batch:
+            tips.append(f"train.batch_size ≤ {best_batch:,}")
+    tips.append("fewer layers" + (", a shorter context" if family in ("gpt", "transformer_seq2seq") else "")
+                + (" or a smaller vocabulary" if hasattr(config, "vocab_size") else ""))
+    return "try " + " or ".join(tips)
+
+
+def _replaced(config: Any, field: str, value: int) -> Any:
+    """A shallow copy of `config` with one field changed, without re-running its checks."""
+    clone = copy.copy(config)
+    object.__setattr__(clone, field, value)
+    return clone
+
+
+def check_model_size(family: str, model_config: Any, train_config: Any, caps: DemoCaps | None = None,
+                     seq_len: int | None = None) -> int:
+    """TooBigError unless the model's parameters and estimated training memory fit this server.
+
+    Returns the parameter count. `seq_len` is the data's longest sequence where the config does
+    not fix it (seq2seq).
+    """
+    batch = int(getattr(train_config, "batch_size", 1))
+    optimizer = getattr(train_config, "optimizer", "adamw")
+    params = count_parameters(family, model_config)
+    memory = estimate_training_bytes(family, model_config, batch, seq_len, optimizer)
+    max_params, max_gb = int(cap(caps, "max_params")), cap(caps, "max_train_memory_gb")
+    field = _width_field(family)
+    described = f"{field} {getattr(model_config, field):,}"
+    if params > max_params:
+        raise TooBigError(
+            f"This model ({described}) has {params:,} parameters and needs {_size_words(memory)} to train; "
+            f"this server allows up to {max_params:,} parameters (~{max_params * 16 / GB:,.1f} GB with Adam); "
+            f"{_suggestion(family, model_config, batch, seq_len, optimizer, caps)}.")
+    if memory > max_gb * GB:
+        raise TooBigError(
+            f"Training this model ({described}, {params:,} parameters) with batch_size {batch:,} needs "
+            f"{_size_words(memory)}; this server allows ~{max_gb:,.1f} GB per run; "
+            f"{_suggestion(family, model_config, batch, seq_len, optimizer, caps)}.")
+    return params
+
+
+# -- configs -----------------------------------------------------------------------------------------
+
+def check_train_config(train: Any, caps: DemoCaps | None = None, check_steps: bool = True) -> None:
+    """Steps, batch size, accumulation, evaluation sizes and seed of a TrainConfig."""
+    if check_steps:
+        check_count(train.max_steps, "max_train_steps", caps, "train.max_steps", 1)
+    check_count(train.batch_size, "max_batch_size", caps, "train.batch_size", 1)
+    check_count(train.grad_accum, "max_grad_accum", caps, "train.grad_accum", 1)
+    check_count(train.eval_iters, "max_eval_batches", caps, "train.eval_iters", 1)
+    check_count(train.eval_examples, "max_eval_batches", caps, "train.eval_examples", 0)
+    check_count(train.warmup_steps, "max_train_steps", caps, "train.warmup_steps", 0)
+    check_count(train.decay_steps, "max_train_steps", caps, "train.decay_steps", 0)
+    check_seed(train.seed, caps, "train.seed")
+
+
+_SEQ_FIELDS = {"gpt": ("block_size",), "transformer_seq2seq": ("max_len",)}
+_WIDTH_FIELDS = ("d_model", "hidden", "emb_dim", "d_ff", "attn_dim", "n_layer", "n_layers", "n_encoder_layers",
+                 "n_decoder_layers", "n_head", "patch_size", "image_size", "channels", "n_classes", "vocab_size")
+
+
+def check_model_values(family: str, values: dict[str, Any], caps: DemoCaps | None = None,
+                       batch_size: int = 1, optimizer: str = "adamw") -> None:
+    """Before the data is loaded: sequence lengths, and the model size with the sizes known so far.
+
+    Fields the data fixes (vocab size, image shape) take the preset's value or the default.
+    """
+    from playground.models.registry import get_family
+
+    for key in _SEQ_FIELDS.get(family, ()):
+        if key in values:
+            check_count(values[key], "max_seq_len", caps, f"model.{key}", 1)
+    config_cls = get_family(family).config_cls
+    fields = {f.name: f for f in dataclasses.fields(config_cls)}
+    config = config_cls.__new__(config_cls)
+    for name, f in fields.items():
+        default = f.default if f.default is not dataclasses.MISSING else None
+        object.__setattr__(config, name, values.get(name, default))
+    for name in _WIDTH_FIELDS:
+        value = getattr(config, name, None)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            return  # a bad value: the family config's own check says what is wrong
+    if getattr(config, "n_head", 1) and getattr(config, "d_model", 0) % max(1, getattr(config, "n_head", 1)):
+        return
+    if family == "vit" and (config.patch_size < 1 or config.image_size < config.patch_size):
+        return
+    check_model_size(family, config, _Batch(batch_size, optimizer), caps)
+
+
+@dataclasses.dataclass
+class _Batch:
+    batch_size: int
+    optimizer: str
+
+
+def check_data_config(data: Any, caps: DemoCaps | None = None) -> None:
+    """Examples, image size, sequence lengths, characters and seed of a family's `[data]`."""
+    if hasattr(data, "n"):
+        check_count(data.n, "max_examples", caps, "data.n", 0)
+    if hasattr(data, "image_size"):
+        check_count(data.image_size, "max_image_size", caps, "data.image_size", 1)
+    for key in ("min_len", "max_len"):
+        if hasattr(data, key):
+            check_count(getattr(data, key), "max_seq_len", caps, f"data.{key}", 0)
+    if hasattr(data, "max_chars"):
+        check_count(data.max_chars, "max_corpus_chars", caps, "data.max_chars", 0)
+    if hasattr(data, "length_pool"):
+        check_count(data.length_pool, "max_eval_batches", caps, "data.length_pool", 0)
+    if hasattr(data, "seed"):
+        check_seed(data.seed, caps, "data.seed")
+
+
+def check_experiment_options(options: Any, caps: DemoCaps | None = None) -> None:
+    """Examples, permutations, steps, adversaries, retrainings and seeds of ExperimentOptions."""
+    o = options
+    check_count(o.n, "max_analysis_examples", caps, "Number of examples", 1)
+    check_seed(o.seed, caps)
+    check_count(o.n_perm, "max_permutations", caps, "Permutations (n_perm)", 1)
+    check_count(o.random_draws, "max_permutations", caps, "Random draws", 1)
+    check_count(o.k, "max_adversaries", caps, "Adversaries per example (k)", 1)
+    check_count(o.steps, "max_adversarial_steps", caps, "Adversarial steps", 1)
+    check_count(o.diagnostic_steps, "max_adversarial_steps", caps, "Diagnostic steps", 1)
+    seeds: Sequence[int] = tuple(o.seeds or ())
+    check_count(len(seeds), "max_extra_seeds", caps, "Number of retraining seeds", 0)
+    for s in seeds:
+        check_seed(s, caps, "retraining seed")
+    if o.retrain_steps is not None:
+        check_count(o.retrain_steps, "max_train_steps", caps, "Retraining steps", 1)
+    if o.eval_examples is not None:
+        check_count(o.eval_examples, "max_eval_batches", caps, "Evaluation examples", 0)
+
+
+# -- out of memory ---------------------------------------------------------------------------------
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Whether `exc` is an allocation failure (MemoryError, torch.OutOfMemoryError, or torch's CPU
+    "DefaultCPUAllocator: can't allocate memory" RuntimeError)."""
+    if isinstance(exc, MemoryError):
+        return True
+    name = type(exc).__name__
+    return name == "OutOfMemoryError" or (isinstance(exc, RuntimeError) and (
+        "can't allocate memory" in str(exc) or "out of memory" in str(exc).lower()))
+
+
+@contextlib.contextmanager
+def too_big_on_oom(what: str, hint: str) -> Iterator[None]:
+    """Turn an allocation failure inside the block into TooBigError "`what` is too big for this server; `hint`"."""
+    try:
+        yield
+    except PlaygroundError:
+        raise
+    except (MemoryError, RuntimeError) as exc:
+        if not is_out_of_memory(exc):
+            raise
+        raise TooBigError(f"{what} is too big for this server (it ran out of memory); {hint}.") from None
+
+
+def describe_caps(caps: DemoCaps | None) -> str:
+    """One line with the main limits, for help text."""
+    return (f"up to {int(cap(caps, 'max_params')):,} parameters, ~{cap(caps, 'max_train_memory_gb'):g} GB per "
+            f"training, batch ≤ {int(cap(caps, 'max_batch_size')):,}, sequences ≤ {int(cap(caps, 'max_seq_len')):,}, "
+            f"≤ {int(cap(caps, 'max_train_steps')):,} steps")
+
+
+__all__ = [
+    "UNCAPPED_BOUNDS", "cap", "check_count", "check_seed", "check_text", "count_parameters",
+    "estimate_training_bytes", "check_model_size", "check_train_config", "check_model_values",
+    "check_data_config", "check_experiment_options", "is_out_of_memory", "too_big_on_oom", "describe_caps",
+    "sequence_length",
+]
