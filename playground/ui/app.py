@@ -6,7 +6,7 @@ import html
 import gradio as gr
 
 from playground.settings import Settings
-from playground.ui import analyze_tab, generate_tab, tokenizer_tab, train_tab
+from playground.ui import analyze_tab, deeplink_view, generate_tab, tokenizer_tab, train_tab
 from playground.ui.context import AppContext
 from playground.workspace import Workspace
 
@@ -44,5 +44,6 @@ def build_app(settings: Settings) -> gr.Blocks:
         triggers = [workspace_version.change, app.load, *(t.select for t in tab_objects)]
         for fn, inputs, outputs, api_name in ctx.refreshers:
             gr.on(triggers, fn, inputs=inputs, outputs=outputs, queue=False, show_progress="hidden", api_name=api_name)
+        deeplink_view.wire(app, ctx)  # ?tab=train&preset=...&set=key=value links open an exercise
     app.queue(default_concurrency_limit=settings.caps.light_slots)
     return app

@@ -506,7 +506,8 @@ def build(ctx: AppContext) -> None:
     # -- wiring --------------------------------------------------------------------------------
     private = {"api_visibility": "undocumented"}
     form_out = [toml, description, name, *widgets]
-    preset.change(user_errors(preset_selected), [preset], form_out, api_name="train_preset", queue=False)
+    # .input, not .change: a deep link (deeplink_view) sets the preset and its edited TOML together
+    preset.input(user_errors(preset_selected), [preset], form_out, api_name="train_preset", queue=False)
     for f, w in zip(FORM_FIELDS, widgets):
         w.input(user_errors(bind(set_field, f.key)), [toml, w], [toml], queue=False, show_progress="hidden",
                 api_name=f"train_set_{f.key.replace('.', '_')}", **private)
