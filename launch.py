@@ -104,8 +104,9 @@ def main(argv: list[str] | None = None) -> None:
         settings.resolved_device  # fail early on an unavailable --device
     except PlaygroundError as exc:
         sys.exit(str(exc))
-    from playground.ui.app import build_app
+    from playground.ui.app import build_app, prepare_server
 
+    prepare_server(settings)
     app = build_app(settings)
     serve(app, host, args.port, args.share, auth, _max_file_size(settings))
 

@@ -145,7 +145,12 @@ def _number(value: str) -> Any:
 
 
 def resolve_bundle_path(checkpoint: str | Path, workspace: Workspace | None = None) -> Path:
-    """A bundle folder from a path or a model name in the workspace."""
+    """A bundle folder from a path or a model name in the workspace.
+
+    A user's space in the app (`names_only`) accepts names only: no typed path reaches the disk.
+    """
+    if getattr(workspace, "names_only", False):
+        return workspace.get("models", str(checkpoint)).path
     path = Path(checkpoint)
     if (path / "config.json").is_file():
         return path

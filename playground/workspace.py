@@ -11,7 +11,10 @@ Layout::
     <root>/cache/                             downloaded corpora
 
 Every entry is written into a hidden temp directory next to its final place and renamed into
-place, so a crash never leaves a half-written entry that lists as valid.
+place, so a crash never leaves a half-written entry that lists as valid. Replacing an entry
+moves the old one aside to `.old-<name>-<id>` first; a reader that finds the name missing in
+that instant (or after a kill there) reads the `.old-` folder instead, and `recover` puts it
+back on the next start, so a reader always finds the old or the new entry.
 """
 from __future__ import annotations
 
@@ -61,6 +64,7 @@ class Entry:
     name: str
     path: Path
     meta: dict[str, Any]
+    origin: str = "own"  # "own", "shared" or "library" in a user's view of the app
 
 
 class Workspace:
@@ -85,20 +89,37 @@ class Workspace:
         """Folder of entry `name` (validated), whether or not it exists."""
         return self.dir(kind) / validate_name(name)
 
+    def _complete(self, kind: str, path: Path) -> bool:
+        return all((path / f).is_file() for f in REQUIRED_FILES[kind])
+
+    def _resolve(self, kind: str, name: str) -> Path | None:
+        """The folder that holds entry `name` now: its own, or the `.old-` one mid-replace."""
+        path = self.path(kind, name)
+        if self._complete(kind, path):
+            return path
+        for old in sorted(path.parent.glob(f".old-{path.name}-*")):
+            if _old_name(old.name) == path.name and self._complete(kind, old):
+                return old
+        return path if self._complete(kind, path) else None  # the replace may have finished meanwhile
+
     # -- listing -------------------------------------------------------------------------
     def list(self, kind: str) -> list[Entry]:
         """Complete entries of a kind, sorted by name; temp dirs and broken entries are skipped."""
         folder = self.dir(kind)
         if not folder.is_dir():
             return []
-        entries = []
+        entries = {}
         for child in sorted(folder.iterdir()):
-            if child.name.startswith(".") or not child.is_dir():
+            if not child.is_dir():
                 continue
-            if not all((child / f).is_file() for f in REQUIRED_FILES[kind]):
+            name = _old_name(child.name) if child.name.startswith(".old-") else child.name
+            if name is None or name.startswith(".") or name in entries:
                 continue
-            entries.append(Entry(kind, child.name, child, _read_json_or_empty(child / META_FILES[kind])))
-        return entries
+            path = self._resolve(kind, name) if child.name != name else child
+            if path is None or not self._complete(kind, path):
+                continue
+            entries[name] = Entry(kind, name, path, _read_json_or_empty(path / META_FILES[kind]))
+        return [entries[n] for n in sorted(entries)]
 
     def names(self, kind: str) -> list[str]:
         """Names of the complete entries of a kind."""
@@ -106,16 +127,41 @@ class Workspace:
 
     def get(self, kind: str, name: str) -> Entry:
         """One entry, or NotFoundError listing what there is."""
-        path = self.path(kind, name)
-        if not all((path / f).is_file() for f in REQUIRED_FILES[kind]):
+        path = self._resolve(kind, name)
+        if path is None:
             have = ", ".join(self.names(kind)) or "none yet"
             raise NotFoundError(f"No {kind[:-1]} named {name!r} in {self.dir(kind).name}/ (have: {have}).")
-        return Entry(kind, path.name, path, _read_json_or_empty(path / META_FILES[kind]))
+        return Entry(kind, validate_name(name), path, _read_json_or_empty(path / META_FILES[kind]))
 
     def exists(self, kind: str, name: str) -> bool:
         """Whether a complete entry of that name exists."""
-        path = self.path(kind, name)
-        return all((path / f).is_file() for f in REQUIRED_FILES[kind])
+        return self._resolve(kind, name) is not None
+
+    def recover(self, kind: str) -> tuple[int, int]:
+        """Clean up after killed saves: drop `.tmp-*`/`.trash-*` folders, put back an orphaned
+        `.old-*` whose entry is missing (drop it when the entry is there). Returns (removed, restored)."""
+        folder = self.dir(kind)
+        if not folder.is_dir():
+            return 0, 0
+        removed = restored = 0
+        for child in sorted(folder.iterdir()):
+            if child.name.startswith((".tmp-", ".trash-")) and child.is_dir():
+                shutil.rmtree(child, ignore_errors=True)
+                removed += 1
+            elif child.name.startswith(".old-") and child.is_dir():
+                name = _old_name(child.name)
+                target = folder / name if name else None
+                if target is not None and not target.exists() and self._complete(kind, child):
+                    os.replace(child, target)
+                    restored += 1
+                else:
+                    shutil.rmtree(child, ignore_errors=True)
+                    removed += 1
+        return removed, restored
+
+    def scratch_dir(self, prefix: str) -> Path:
+        """A fresh temp folder for files offered as downloads (the system's temp folder)."""
+        return Path(tempfile.mkdtemp(prefix=prefix))
 
     # -- writing -------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -158,9 +204,17 @@ class Workspace:
     def delete(self, kind: str, name: str) -> None:
         """Remove an entry (renamed away first, so a crash never leaves half an entry)."""
         path = self.get(kind, name).path
+        if path.name != validate_name(name):  # mid-replace: wait for the replace to land
+            raise PlaygroundError(f"{name!r} is being replaced right now; try again in a moment.")
         trash = path.with_name(f".trash-{path.name}-{uuid.uuid4().hex[:8]}")
         os.replace(path, trash)
         shutil.rmtree(trash, ignore_errors=True)
+
+
+def _old_name(folder_name: str) -> str | None:
+    """`.old-<name>-<8 hex>` -> `<name>` (None for anything else)."""
+    m = re.fullmatch(r"\.old-(.+)-[0-9a-f]{8}", folder_name)
+    return m.group(1) if m and NAME_PATTERN.match(m.group(1)) else None
 
 
 def write_json(path: Path, data: Any) -> None:

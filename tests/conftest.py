@@ -29,22 +29,41 @@ def free_port() -> int:
 
 @dataclass
 class RunningApp:
+    """A served app: its URL, the root of its user spaces, and an instructor's library folder."""
+
     url: str
     workspace_root: Path
+    library_root: Path
+
+    @property
+    def library(self):
+        """The read-only library every user sees (tests put prepared entries here)."""
+        from playground.workspace import Workspace
+
+        return Workspace(self.library_root)
+
+    def space_of(self, client):
+        """The own space of a gradio_client session (where what it saves lands)."""
+        from playground.spaces import user_key
+        from playground.workspace import Workspace
+
+        return Workspace(self.workspace_root / "users" / user_key(session_hash=client.session_hash))
 
 
 @pytest.fixture(scope="session")
 def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp]:
     """The real app, launched in this process on a free loopback port, over a temp workspace."""
     from playground.settings import make_settings
-    from playground.ui.app import build_app
+    from playground.ui.app import build_app, prepare_server
 
     root = tmp_path_factory.mktemp("app-ws")
-    settings = make_settings(root, device="cpu", app=True)
+    library = tmp_path_factory.mktemp("app-library")
+    settings = make_settings(root, device="cpu", app=True, library=[library])
+    prepare_server(settings)
     app = build_app(settings)
     port = free_port()
     app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     try:
-        yield RunningApp(f"http://127.0.0.1:{port}/", root)
+        yield RunningApp(f"http://127.0.0.1:{port}/", root, library)
     finally:
         app.close()

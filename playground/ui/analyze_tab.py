@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import functools
 import importlib
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
-from playground.ui.context import AppContext, choices_update, user_errors
+from playground.scratch import download_dir
+from playground.ui.context import AppContext, choices_update, model_choices, user_errors
 from playground.workspace import Workspace
 
 EXPERIMENTS_MODULE = "playground.ui.experiments_view"
@@ -133,7 +133,7 @@ def _export(result: Any) -> list[str]:
     """Write everything shown to a fresh temp folder: importances, agreement, heads, grounding (CSV) and JSON."""
     from playground.charts.analysis import head_frame
 
-    folder = Path(tempfile.mkdtemp(prefix="playground-analyze-"))
+    folder = download_dir("playground-analyze-")
     files = [folder / "importances.csv", folder / "agreement.csv", folder / "analysis.json"]
     result.to_frame().to_csv(files[0], index=False)
     result.agreement.to_csv(files[1], index=False)
@@ -239,15 +239,14 @@ def run_analysis(workspace: Workspace, device: str, checkpoint: str | None, text
 
 def build(ctx: AppContext) -> None:
     """Lay out the Analyze tab."""
-    ws, device = ctx.workspace, ctx.settings.resolved_device
+    device = ctx.settings.resolved_device
     with gr.Row():
         checkpoint = gr.Dropdown(label="Checkpoint", choices=[], interactive=True, elem_id="analyze-model", scale=2)
         about = gr.Markdown("Choose a checkpoint (train one in the Train tab).", elem_id="analyze-about")
-    ctx.on_workspace_change(lambda cur: choices_update(ctx.workspace.names("models"), cur), [checkpoint], [checkpoint],
-                            api_name="analyze_models")
+    ctx.on_workspace_change(model_choices, [checkpoint], [checkpoint], api_name="analyze_models")
     with gr.Tabs(elem_id="analyze-views"):
         with gr.Tab("Per input", id="analyze-per-input", elem_id="analyze-per-input"):
-            _build_per_input(ctx, ws, device, checkpoint, about)
+            _build_per_input(ctx, device, checkpoint, about)
         try:
             experiments = importlib.import_module(EXPERIMENTS_MODULE)
         except ModuleNotFoundError as exc:
@@ -264,7 +263,7 @@ def build(ctx: AppContext) -> None:
                     experiments.build(ctx)
 
 
-def _build_per_input(ctx: AppContext, ws: Workspace, device: str, checkpoint: gr.Dropdown, about: gr.Markdown) -> None:
+def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, about: gr.Markdown) -> None:
     from playground.analysis.per_input import DEFAULT_METHODS, METHODS
 
     handoff = gr.State(None)
@@ -303,21 +302,20 @@ def _build_per_input(ctx: AppContext, ws: Workspace, device: str, checkpoint: gr
     heads = gr.Plot(label="Layer x head: attention maps and entropy", elem_id="analyze-heads")
     files = gr.File(label="Export: CSV and JSON of everything shown", file_count="multiple", elem_id="analyze-files")
 
-    checkpoint.change(user_errors(functools.partial(checkpoint_changed, ws)), [checkpoint],
+    checkpoint.change(ctx.per_user(checkpoint_changed), [ctx.user, checkpoint],
                       [about, text, image, sample, position, target, methods], api_name="analyze_checkpoint",
                       queue=False, show_progress="hidden")
     image.upload(lambda: gr.update(value=None), None, [sample], queue=False, show_progress="hidden",
                  api_name=False)
 
-    @user_errors
-    def _run(checkpoint, text, image, sample, position, target, methods, layer, head, ig_steps, ig_auto, handoff,
+    def _run(space, checkpoint, text, image, sample, position, target, methods, layer, head, ig_steps, ig_auto, handoff,
              progress=gr.Progress()):
-        return run_analysis(ws, device, checkpoint, text, image, sample, position, target, methods, layer, head,
+        return run_analysis(space, device, checkpoint, text, image, sample, position, target, methods, layer, head,
                             ig_steps, ig_auto, handoff, progress, max_ig_steps=ctx.settings.caps.max_ig_steps)
 
     event = run_btn.click(
-        _run, [checkpoint, text, image, sample, position, target, methods, layer, head, ig_steps, ig_auto, handoff],
-        [summary, importance, agreement, grounding, heads, files], api_name="analyze", **ctx.heavy())
+        ctx.per_user(_run), [ctx.user, checkpoint, text, image, sample, position, target, methods, layer, head, ig_steps, ig_auto, handoff],
+        [summary, importance, agreement, grounding, heads, files], api_name="analyze", **ctx.light())
     stop_btn.click(None, None, None, cancels=[event], api_name=False)
     ctx.selection.change(from_selection, [ctx.selection], [checkpoint, text, position, target, handoff],
                          api_name="analyze_from_selection", queue=False, show_progress="hidden")

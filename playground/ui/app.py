@@ -1,14 +1,19 @@
-"""`build_app(settings)`: the four tabs in one gr.Blocks, with no side effects."""
+"""`build_app(settings)`: the tabs in one gr.Blocks, with no side effects (`prepare_server` has them).
+
+Every user works in their own space (per login with `--auth`, else per browser, kept across
+reloads by a random token in the browser's localStorage); see playground/spaces.py.
+"""
 from __future__ import annotations
 
-import html
+import secrets
+from pathlib import Path
 
 import gradio as gr
 
 from playground.settings import Settings
+from playground.spaces import TOKEN_PATTERN, Spaces, new_browser_token
 from playground.ui import analyze_tab, deeplink_view, generate_tab, tokenizer_tab, train_tab
 from playground.ui.context import AppContext
-from playground.workspace import Workspace
 
 TABS = (
     ("tokenizer", "Tokenizer", tokenizer_tab),
@@ -16,34 +21,83 @@ TABS = (
     ("generate", "Generate", generate_tab),
     ("analyze", "Analyze", analyze_tab),
 )
+# gradio's own copies of files offered for download: swept every 10 minutes, kept for an hour.
+DELETE_CACHE = (600, 3600)
+BROWSER_KEY = "transformer-playground-user"
 
 
 def header_markdown(settings: Settings) -> str:
-    """The header line: product name, device in use, workspace, demo mode."""
+    """The header line: product name, device in use, whose space, demo mode (no server paths)."""
     demo = " · **demo mode** (capped for a shared server)" if settings.demo else ""
     return (
         "## Transformer Playground\n"
-        f"Device: **{settings.resolved_device}** · Workspace: `{html.escape(str(settings.workspace))}`{demo}"
+        f"Device: **{settings.resolved_device}** · Your tokenizers and models are private to you "
+        f"(shipped and library ones are read-only){demo}"
     )
+
+
+SECRET_FILE = ".browser-secret"
+
+
+def prepare_server(settings: Settings) -> dict[str, int]:
+    """Start-up housekeeping, run once before serving (launch.py does): recover entries of saves
+    killed mid-replace, drop stale temp folders, and make the secret that encrypts browser tokens
+    (so a student who reloads, even after a server restart, keeps their space)."""
+    counts = Spaces(settings.workspace, settings.library).clean_on_start()
+    if read_secret(settings.workspace) is None:
+        root = settings.workspace
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = root / f"{SECRET_FILE}.{secrets.token_hex(4)}"
+        tmp.write_text(secrets.token_urlsafe(32), encoding="utf-8")
+        tmp.chmod(0o600)
+        tmp.replace(root / SECRET_FILE)
+    return counts
+
+
+def read_secret(root: Path) -> str | None:
+    """The install's browser-token secret, or None before `prepare_server` made one."""
+    try:
+        text = (root / SECRET_FILE).read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return text if len(text) >= 32 else None
+
+
+def assign_browser_token(token: str | None) -> tuple[str, str]:
+    """On page load: keep this browser's token, or give it a new one (into localStorage and state)."""
+    if not (isinstance(token, str) and TOKEN_PATTERN.match(token)):
+        token = new_browser_token()
+    return token, token
 
 
 def build_app(settings: Settings) -> gr.Blocks:
     """Build (not launch) the app for these settings."""
-    workspace = Workspace(settings.workspace)
-    with gr.Blocks(title="Transformer Playground") as app:
+    spaces = Spaces(settings.workspace, settings.library)
+    with gr.Blocks(title="Transformer Playground", delete_cache=DELETE_CACHE) as app:
         gr.Markdown(header_markdown(settings), elem_id="header")
+        browser = gr.BrowserState(None, storage_key=BROWSER_KEY, secret=read_secret(spaces.root))
+        user = gr.State(None)
         workspace_version = gr.State(0)
         selection = gr.State({})
         with gr.Tabs() as tabs:
-            ctx = AppContext(settings, workspace, workspace_version, selection, tabs)
+            ctx = AppContext(settings, spaces, workspace_version, selection, tabs, user)
             tab_objects = []
             for tab_id, label, module in TABS:
                 with gr.Tab(label, id=tab_id, elem_id=f"tab-{tab_id}") as tab:
                     module.build(ctx)
                 tab_objects.append(tab)
-        triggers = [workspace_version.change, app.load, *(t.select for t in tab_objects)]
+        # The token must be in place before the refreshers list the user's entries.
+        loaded = app.load(assign_browser_token, [browser], [browser, user], queue=False, show_progress="hidden")
+        triggers = [workspace_version.change, *(t.select for t in tab_objects)]
         for fn, inputs, outputs, api_name in ctx.refreshers:
             gr.on(triggers, fn, inputs=inputs, outputs=outputs, queue=False, show_progress="hidden", api_name=api_name)
+            loaded.then(fn, inputs, outputs, queue=False, show_progress="hidden")
+
+        def end_session(request: gr.Request) -> None:
+            if request is not None and request.session_hash:
+                spaces.end_session(request.session_hash)
+
+        app.unload(end_session)
         deeplink_view.wire(app, ctx)  # ?tab=train&preset=...&set=key=value links open an exercise
     app.queue(default_concurrency_limit=settings.caps.light_slots)
     return app

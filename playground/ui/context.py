@@ -1,85 +1,172 @@
-"""What every tab's `build(ctx)` receives: settings, workspace and the app-wide events."""
+"""What every tab's `build(ctx)` receives: settings, user spaces, lanes and the app-wide events."""
 from __future__ import annotations
 
+import functools
+import inspect
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import gradio as gr
+import torch
 
 from playground.errors import PlaygroundError
 from playground.settings import Settings
-from playground.workspace import Workspace
+from playground.spaces import LiveJobs, Spaces, UserSpace, user_key
 
-HEAVY = "heavy"  # concurrency id shared by training, generation and analysis listeners
+HEAVY = "heavy"  # lane of training, tokenizer builds and experiments
+LIGHT = "light"  # lane of generation, encoding and per-input analysis
+log = logging.getLogger("playground.ui")
 
 
 @dataclass
 class AppContext:
     """Shared handles for the tabs.
 
-    - `workspace_version` (gr.State[int]): a handler that saves to the workspace returns
+    - `workspace_version` (gr.State[int]): a handler that saves to the user's space returns
       `version + 1` into it; every function registered with `on_workspace_change` then runs
       (also on page load and whenever a tab is selected), so new tokenizers and checkpoints
       show up in other tabs' choices without a restart.
     - `selection` (gr.State[dict]): what one tab hands another (Generate -> Analyze target).
     - `tabs`: the gr.Tabs; a handler may return `gr.Tabs(selected="analyze")` into it.
+    - `user` (gr.State[str | None]): this browser's random token (from its localStorage), which
+      `per_user` turns into the user's own space; with `--auth` the login name decides instead.
+    - `spaces` / `jobs`: the server's user spaces and its register of live jobs.
     """
 
     settings: Settings
-    workspace: Workspace
+    spaces: Spaces
     workspace_version: gr.State
     selection: gr.State
     tabs: gr.Tabs
+    user: gr.State
+    jobs: LiveJobs = field(default_factory=LiveJobs)
     refreshers: list[tuple[Callable[..., Any], list[Any], list[Any], str]] = field(default_factory=list)
 
     def on_workspace_change(
         self, fn: Callable[..., Any], inputs: Sequence[Any], outputs: Sequence[Any], api_name: str | None = None
     ) -> None:
-        """Run `fn(*inputs)` into `outputs` whenever the workspace may have changed.
+        """Run `fn(space, *inputs)` into `outputs` whenever the user's space may have changed.
 
-        The endpoint is exposed as `/refresh_<api_name>` (default: the function's name).
+        `fn` takes the user's space first, like a `per_user` handler. The endpoint is exposed
+        as `/refresh_<api_name>` (default: the function's name).
         """
         name = api_name or (fn.__name__ if fn.__name__.isidentifier() else f"{len(self.refreshers)}")
-        self.refreshers.append((fn, list(inputs), list(outputs), f"refresh_{name}"))
+        self.refreshers.append((self.per_user(fn), [self.user, *inputs], list(outputs), f"refresh_{name}"))
 
+    # -- who is asking -------------------------------------------------------------------
+    def space_for(self, token: str | None, request: gr.Request | None) -> UserSpace:
+        """The space of whoever sent `request`: their login, else their browser, else their connection."""
+        username = getattr(request, "username", None) if request is not None else None
+        session = getattr(request, "session_hash", None) if request is not None else None
+        key = user_key(username, token, session)
+        return self.spaces.space(key, session)
+
+    def per_user(self, fn: Callable[..., Any], *bound: Any) -> Callable[..., Any]:
+        """A listener function `(user_token, *inputs)` that calls `fn(space, *bound, *inputs)`.
+
+        Put `ctx.user` first in the listener's inputs. Generators stay generators (streaming),
+        a `progress=gr.Progress()` parameter of `fn` is passed through, and domain errors become
+        clear messages (`user_errors`).
+        """
+        wants_progress = "progress" in inspect.signature(fn).parameters
+        resolve = self.space_for
+        # gradio injects the request and progress only into leading positional parameters.
+        if inspect.isgeneratorfunction(fn) and wants_progress:
+            def listener(request: gr.Request, progress=gr.Progress(), token=None, *args):
+                yield from fn(resolve(token, request), *bound, *args, progress=progress)
+        elif inspect.isgeneratorfunction(fn):
+            def listener(request: gr.Request, token=None, *args):
+                yield from fn(resolve(token, request), *bound, *args)
+        elif wants_progress:
+            def listener(request: gr.Request, progress=gr.Progress(), token=None, *args):
+                return fn(resolve(token, request), *bound, *args, progress=progress)
+        else:
+            def listener(request: gr.Request, token=None, *args):
+                return fn(resolve(token, request), *bound, *args)
+        listener.__name__ = getattr(fn, "__name__", "handler")
+        listener.__doc__ = getattr(fn, "__doc__", None)
+        return user_errors(listener)
+
+    # -- lanes ---------------------------------------------------------------------------
     @property
     def heavy_limit(self) -> int:
-        """How many heavy jobs (train, generate, analyze) the server runs at once."""
+        """How many heavy jobs (training, tokenizer builds, experiments) the server runs at once."""
         return self.settings.caps.heavy_slots
 
     def heavy(self) -> dict[str, Any]:
-        """Keyword arguments for a heavy listener: shared concurrency id and limit."""
+        """Keyword arguments for a heavy listener: the heavy lane's concurrency id and limit."""
         return {"concurrency_id": HEAVY, "concurrency_limit": self.heavy_limit}
+
+    def light(self) -> dict[str, Any]:
+        """Keyword arguments for a light listener (generate, encode, per-input analysis)."""
+        return {"concurrency_id": LIGHT, "concurrency_limit": self.settings.caps.light_slots}
+
+    def notice(self, what: str) -> Callable[[], str]:
+        """A no-input listener that writes `queued_notice(what)` into a status (run with queue=False)."""
+        text = self.queued_notice(what)
+
+        def show_queued() -> str:
+            return text
+
+        return show_queued
+
+    def queued_notice(self, what: str) -> str:
+        """The status line a heavy action shows until a slot frees up (replaced when it starts)."""
+        limit = self.heavy_limit
+        return (f"⏳ {what}: queued for a heavy slot (this server runs {limit} training / tokenizer-build / "
+                f"experiment job{'s' if limit != 1 else ''} at once); the position in line shows here and it "
+                "starts by itself. Generate and per-input analysis do not wait for it.")
 
 
 def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn PlaygroundError into gr.Error at the UI boundary (message only, no trace or paths)."""
-    import functools
-    import inspect
+    """Turn every failure into a gr.Error a person can act on, at the UI boundary.
 
+    PlaygroundError keeps its message; running out of memory says the job is too big for this
+    server; anything else is logged with its trace and shown as a short message without paths.
+    """
     if inspect.isgeneratorfunction(fn):
 
-        @functools.wraps(fn)
         def gen_wrapper(*args: Any, **kwargs: Any):
             try:
                 yield from fn(*args, **kwargs)
-            except PlaygroundError as exc:
-                raise gr.Error(str(exc)) from None
+            except Exception as exc:  # noqa: BLE001 - the UI boundary
+                raise as_user_error(exc) from None
 
-        return gen_wrapper
+        wrapper = gen_wrapper
+    else:
 
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any):
-        try:
-            return fn(*args, **kwargs)
-        except PlaygroundError as exc:
-            raise gr.Error(str(exc)) from None
+        def wrapper(*args: Any, **kwargs: Any):
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - the UI boundary
+                raise as_user_error(exc) from None
 
+    functools.update_wrapper(wrapper, fn)
     return wrapper
+
+
+def as_user_error(exc: BaseException) -> gr.Error:
+    """The gr.Error for an exception raised by a handler."""
+    if isinstance(exc, gr.Error):
+        return exc
+    if isinstance(exc, PlaygroundError):
+        return gr.Error(str(exc))
+    if isinstance(exc, (MemoryError, getattr(torch, "OutOfMemoryError", MemoryError))):
+        return gr.Error("That is too big for this server: it ran out of memory. Try a smaller model, batch, "
+                        "sequence length or text; nothing of yours was lost.")
+    log.exception("unexpected error in a handler", exc_info=exc)
+    return gr.Error(f"Something went wrong on the server ({type(exc).__name__}); nothing of yours was lost. "
+                    "Check the inputs and try again; if it keeps happening, tell the instructor or open an issue.")
 
 
 def choices_update(names: list[str], current: str | None = None) -> dict[str, Any]:
     """A dropdown update that keeps the current value when it still exists."""
     value = current if current in names else (names[0] if names else None)
     return gr.update(choices=names, value=value)
+
+
+def model_choices(workspace: Any, current: str | None) -> dict[str, Any]:
+    """A checkpoint dropdown's update: every model the user can see (own, shared, library)."""
+    return choices_update(workspace.names("models"), current)

@@ -9,7 +9,6 @@ experiments_stop, experiments_example, experiments_retrain_uniform.
 from __future__ import annotations
 
 import json
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,8 @@ import gradio as gr
 import pandas as pd
 
 from playground.errors import PlaygroundError
-from playground.ui.context import AppContext, choices_update, user_errors
+from playground.scratch import download_dir
+from playground.ui.context import AppContext, choices_update, model_choices, user_errors
 from playground.zerogpu import EXPERIMENT_S, gpu
 
 EXPERIMENT_LABELS: dict[str, str] = {
@@ -149,7 +149,7 @@ def run_experiment(workspace: Any, settings: Any, checkpoint: str | None, experi
     import dataclasses
 
     private = dataclasses.replace(bundle, model=private_copy(bundle.model))  # captum hooks stay on our copy
-    folder = Path(tempfile.mkdtemp(prefix="playground-experiment-"))
+    folder = download_dir("playground-experiment-")
     gen = iter_experiment(experiment, private, options, workspace)
     last_yield = 0.0
     result = None
@@ -222,7 +222,7 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None) -> None:
     ``checkpoint``: a checkpoint dropdown shared with the rest of the Analyze tab; without it
     the view makes its own (refreshed as ``/refresh_experiments_models``).
     """
-    ws, st = ctx.workspace, ctx.settings
+    st = ctx.settings
     gr.Markdown(
         "Replicate the 2019 debate on your own checkpoint over held-out examples: **Jain & Wallace** (agreement, "
         "permutation, adversarial attention), **Wiegreffe & Pinter** (uniform baseline, seed variance, diagnostic) "
@@ -280,25 +280,25 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None) -> None:
     result_path = gr.State(None)
 
     if own_dropdown:
-        ctx.on_workspace_change(lambda cur: choices_update(ws.names("models"), cur), [checkpoint], [checkpoint],
-                                api_name="experiments_models")
-    checkpoint.change(user_errors(lambda c: module_update(ws, st, c)), [checkpoint], [module],
+        ctx.on_workspace_change(model_choices, [checkpoint], [checkpoint], api_name="experiments_models")
+    checkpoint.change(ctx.per_user(module_update, st), [ctx.user, checkpoint], [module],
                       api_name="experiments_modules", queue=False)
 
-    @user_errors
-    def _run(c, e, n_, s, m, h, eps, npm, stp, k_, v, r, meth, lv, sd, rs, progress=gr.Progress()):
-        yield from run_experiment(ws, st, c, e, n_, s, m, h, eps, npm, stp, k_, v, r, meth, lv, sd, rs, progress)
+    def _run(space, c, e, n_, s, m, h, eps, npm, stp, k_, v, r, meth, lv, sd, rs, progress=gr.Progress()):
+        with ctx.jobs.claim(space.key, "experiment", e or "experiment", st.caps.max_experiments_per_user, "experiment"):
+            yield from run_experiment(space, st, c, e, n_, s, m, h, eps, npm, stp, k_, v, r, meth, lv, sd, rs, progress)
 
-    run_event = run_btn.click(
-        _run, [checkpoint, experiment, n, seed, module, heads, epsilon, n_perm, steps, k, views, references, methods,
+    run_event = run_btn.click(ctx.notice("Experiment"), None, [status], queue=False, show_progress="hidden").then(
+        ctx.per_user(_run), [ctx.user, checkpoint, experiment, n, seed, module, heads, epsilon, n_perm, steps, k, views, references, methods,
                level, seeds, retrain_steps],
         [status, summary, chart, table, files, result_path, example], api_name="experiments_run", **ctx.heavy())
 
-    @user_errors
-    def _retrain(c, rs, version, progress=gr.Progress()):
-        yield from retrain_uniform(ws, st, c, rs, version, progress)
+    def _retrain(space, c, rs, version, progress=gr.Progress()):
+        with ctx.jobs.claim(space.key, "experiment", f"retrain {c}", st.caps.max_experiments_per_user, "experiment"):
+            yield from retrain_uniform(space, st, c, rs, version, progress)
 
-    retrain_event = retrain_btn.click(_retrain, [checkpoint, retrain_steps, ctx.workspace_version],
+    retrain_event = retrain_btn.click(ctx.notice("Retrain"), None, [status], queue=False, show_progress="hidden").then(
+        ctx.per_user(_retrain), [ctx.user, checkpoint, retrain_steps, ctx.workspace_version],
                                       [status, ctx.workspace_version], api_name="experiments_retrain_uniform", **ctx.heavy())
     stop_btn.click(lambda: "Stopped: the numbers above cover the finished examples.", None, [status],
                    cancels=[run_event, retrain_event], api_name="experiments_stop", queue=False)

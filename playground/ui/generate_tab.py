@@ -7,7 +7,7 @@ one gr.State holding the last result (tokens and probabilities, no model).
 from __future__ import annotations
 
 import functools
-import tempfile
+import inspect
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +15,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from playground.scratch import download_dir
 from playground.ui.context import AppContext, choices_update, user_errors
 
 MAX_SAMPLES = 8
@@ -160,10 +161,9 @@ def _csv(df: pd.DataFrame | None, stem: str) -> str | None:
     """Write a DataFrame to a temp CSV for a download button."""
     if df is None or len(df) == 0:
         return None
-    tmp = tempfile.NamedTemporaryFile("w", suffix=".csv", prefix=f"{stem}-", delete=False, encoding="utf-8", newline="")
-    with tmp:
-        df.to_csv(tmp, index=False)
-    return tmp.name
+    path = download_dir("playground-generate-") / f"{stem}.csv"
+    df.to_csv(path, index=False)
+    return str(path)
 
 
 def _outputs_html(samples: list[tuple[str, list]], selected: tuple[int, int] | None = None) -> str:
@@ -378,7 +378,22 @@ def _class_name(state: dict[str, Any], k: int) -> str | None:
 def build(ctx: AppContext) -> None:
     """Lay out the Generate tab."""
     caps = ctx.settings.caps
-    env = Env(ctx.workspace, ctx.settings.resolved_device, caps.max_new_tokens)
+    device = ctx.settings.resolved_device
+
+    def with_env(fn):
+        """`fn(env, *args)` as `fn(space, *args)`: the user's space in the handlers' Env."""
+        if inspect.isgeneratorfunction(fn):
+            def run(space, *args):
+                yield from fn(Env(space, device, caps.max_new_tokens), *args)
+        else:
+            def run(space, *args):
+                return fn(Env(space, device, caps.max_new_tokens), *args)
+        run.__name__ = fn.__name__
+        return run
+
+    def U(fn):
+        return ctx.per_user(with_env(fn))
+
     max_new_cap = caps.max_new_tokens or HARD_MAX_NEW
 
     with gr.Row():
@@ -430,32 +445,32 @@ def build(ctx: AppContext) -> None:
                 align_csv = gr.DownloadButton("Alignment / classes CSV", size="sm")
     result = gr.State(None)
 
-    ctx.on_workspace_change(functools.partial(refresh_models, env), [model], [model], api_name="generate_models")
+    ctx.on_workspace_change(with_env(refresh_models), [model], [model], api_name="generate_models")
     model.change(
-        user_errors(functools.partial(select_model, env)), [model],
+        U(select_model), [ctx.user, model],
         [info, prompt, image_col, lm_group, s2s_group, gen_btn, classify_btn, sample, dist_plot, align_plot, class_plot,
          output, table, result, picker, max_new],
         api_name="generate_select_model", show_progress="minimal",
     )
-    sample.input(user_errors(functools.partial(pick_sample, env)), [model, sample], [prompt, image],
+    sample.input(U(pick_sample), [ctx.user, model, sample], [prompt, image],
                  api_name="generate_pick_sample", show_progress="hidden")
     gen_event = gen_btn.click(
-        user_errors(functools.partial(generate_text, env)),
-        [model, prompt, temperature, top_k, top_p, min_p, rep, freq, pres, max_new, seed, num_samples, stop,
+        U(generate_text),
+        [ctx.user, model, prompt, temperature, top_k, top_p, min_p, rep, freq, pres, max_new, seed, num_samples, stop,
          beam_width, length_penalty],
         [output, stats, table, align_plot, result, picker, table_csv, align_csv],
-        api_name="generate_text", show_progress="minimal", **ctx.heavy(),
+        api_name="generate_text", show_progress="minimal", **ctx.light(),
     )
     cls_event = classify_btn.click(
-        user_errors(functools.partial(classify, env)), [model, image, invert],
+        U(classify), [ctx.user, model, image, invert],
         [class_plot, table, stats, align_csv, result, picker],
-        api_name="generate_classify", show_progress="minimal", **ctx.heavy(),
+        api_name="generate_classify", show_progress="minimal", **ctx.light(),
     )
     stop_btn.click(None, cancels=[gen_event, cls_event], api_visibility="private")
-    dist_inputs = [model, prompt, temperature, top_k, top_p, min_p, result, picker]
+    dist_inputs = [ctx.user, model, prompt, temperature, top_k, top_p, min_p, result, picker]
     gr.on(
         [model.change, prompt.change, temperature.change, top_k.change, top_p.change, min_p.change, picker.change],
-        user_errors(functools.partial(distribution, env)), dist_inputs, [dist_plot, dist_csv],
+        U(distribution), dist_inputs, [dist_plot, dist_csv],
         api_name="generate_distribution", show_progress="hidden", trigger_mode="always_last",
     )
     picker.change(show_token, [result, picker], [output], api_name="generate_show_token", show_progress="hidden")

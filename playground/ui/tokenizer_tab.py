@@ -18,6 +18,7 @@ import pandas as pd
 
 from playground.charts.tokenizer import comparison_chart, compression_chart, token_length_chart
 from playground.data.corpora import CORPORA, Corpus, corpus_from_files, corpus_from_text, load_corpus
+from playground.data.policy import check_upload
 from playground.errors import DataError
 from playground.settings import DemoCaps
 from playground.tokenization import store
@@ -63,10 +64,10 @@ def _remove_scratch(state: Any) -> None:
         shutil.rmtree(state["scratch"], ignore_errors=True)
 
 
-def _scratch(state: dict | None) -> Path:
+def _scratch(state: dict | None, workspace: Workspace) -> Path:
     if state and state.get("scratch") and Path(state["scratch"]).is_dir():
         return Path(state["scratch"])
-    return Path(tempfile.mkdtemp(prefix="playground-tok-"))
+    return workspace.scratch_dir("playground-tok-")
 
 
 def current_tokenizer(workspace: Workspace, state: dict | None) -> store.LoadedTokenizer:
@@ -84,7 +85,7 @@ def corpus_from_widgets(workspace: Workspace, caps: DemoCaps, source: str, files
         paths = [f if isinstance(f, str) else getattr(f, "name", f) for f in (files or [])]
         if not paths:
             raise DataError("Upload one or more UTF-8 .txt files first (or pick another corpus).")
-        return corpus_from_files(paths, caps)
+        return corpus_from_files([check_upload(p) for p in paths], caps)  # plain files only, no symlinks
     if source == "paste":
         return corpus_from_text(paste, caps)
     if source in CORPORA:
@@ -140,7 +141,7 @@ def build_handler(workspace: Workspace, caps: DemoCaps, source: str, files: Any,
         raise DataError(str(exc)) from None
     finally:
         gen.close()
-    scratch = _scratch(state)
+    scratch = _scratch(state, workspace)
     draft = scratch / "draft"
     shutil.rmtree(draft, ignore_errors=True)
     store.write_folder(draft, built)
@@ -159,7 +160,7 @@ def show_handler(workspace: Workspace, state: dict | None):
     vocab = vocabulary_table(loaded.tokenizer, loaded.counts, info=info)
     merges = merges_table(loaded.tokenizer, info=info)
     lengths = token_length_table(vocab)
-    export = _scratch(state) / "export"
+    export = _scratch(state, workspace) / "export"
     export.mkdir(parents=True, exist_ok=True)
     vocab_csv, merges_csv, lengths_csv = export / "vocabulary.csv", export / "merges.csv", export / "token_lengths.csv"
     vocab.to_csv(vocab_csv, index=False)
@@ -245,7 +246,7 @@ def sweep_handler(workspace: Workspace, caps: DemoCaps, source: str, files: Any,
         current = current_tokenizer(workspace, state).tokenizer.get_vocab_size()
     except DataError:
         pass
-    export = _scratch(state) / "export"
+    export = _scratch(state, workspace) / "export"
     export.mkdir(parents=True, exist_ok=True)
     csv = export / "vocab_sweep.csv"
     table.to_csv(csv, index=False)
@@ -270,7 +271,7 @@ def save_handler(workspace: Workspace, state: dict | None, name: str | None, ove
     """Save the current tokenizer under `name`; returns (status, state, workspace version + 1)."""
     loaded = current_tokenizer(workspace, state)
     path = store.save_folder(workspace, name or "", loaded.folder, overwrite=bool(overwrite))
-    new_state = {"scratch": str(_scratch(state)), "draft": False, "name": path.name}
+    new_state = {"scratch": str(_scratch(state, workspace)), "draft": False, "name": path.name}
     return f"Saved as **{path.name}**; it is now listed in Train.", new_state, (version or 0) + 1
 
 
@@ -280,7 +281,7 @@ def load_handler(workspace: Workspace, name: str | None, state: dict | None) -> 
     if not name:
         raise DataError("Pick a saved tokenizer to load.")
     workspace.get("tokenizers", name)  # NotFoundError listing what there is
-    return {"scratch": str(_scratch(state)), "draft": False, "name": name}
+    return {"scratch": str(_scratch(state, workspace)), "draft": False, "name": name}
 
 
 def refresh_saved(workspace: Workspace, current: str | None, a: str | None, b: str | None):
@@ -303,7 +304,7 @@ def _kind_interactive(kind: str):
 
 def build(ctx: AppContext) -> None:
     """Lay out the Tokenizer tab."""
-    ws, caps = ctx.workspace, ctx.settings.caps
+    caps, U = ctx.settings.caps, ctx.per_user
     max_vocab = min(caps.max_vocab_size or MAX_VOCAB_SIZE, MAX_VOCAB_SIZE)
     bind = functools.partial
     state = gr.State(None, time_to_live=12 * 3600, delete_callback=_remove_scratch)
@@ -412,35 +413,35 @@ def build(ctx: AppContext) -> None:
 
     show_outputs = [summary, vocab_df, merges_df, length_plot, lengths_csv, vocab_csv, merges_csv, download]
     option_inputs = [kind, vocab_size, min_frequency, normalizer, pre_tokenizer, specials, fallback]
-    build_event = build_btn.click(
-        bind(build_handler, ws, caps), [source, files, paste, *option_inputs, state], [status, state],
+    build_event = build_btn.click(ctx.notice("Build"), None, [status], queue=False, show_progress="hidden").then(
+        U(build_handler, caps), [ctx.user, source, files, paste, *option_inputs, state], [status, state],
         api_name="tokenizer_build", **ctx.heavy())
-    build_event.success(bind(show_handler, ws), [state], show_outputs, api_name="tokenizer_show")
+    build_event.success(U(show_handler), [ctx.user, state], show_outputs, api_name="tokenizer_show")
 
-    load_btn.click(bind(load_handler, ws), [saved, state], [state], api_name="tokenizer_load").success(
-        bind(show_handler, ws), [state], show_outputs, api_name="tokenizer_show_loaded", **private)
-    save_btn.click(bind(save_handler, ws), [state, name, overwrite, ctx.workspace_version],
+    load_btn.click(U(load_handler), [ctx.user, saved, state], [state], api_name="tokenizer_load").success(
+        U(show_handler), [ctx.user, state], show_outputs, api_name="tokenizer_show_loaded", **private)
+    save_btn.click(U(save_handler), [ctx.user, state, name, overwrite, ctx.workspace_version],
                    [save_status, state, ctx.workspace_version], api_name="tokenizer_save").success(
-        bind(show_handler, ws), [state], show_outputs, api_name="tokenizer_show_saved", **private)
+        U(show_handler), [ctx.user, state], show_outputs, api_name="tokenizer_show_saved", **private)
 
-    encode_io = (bind(encode_handler, ws), [state, enc_text], [enc_html, enc_stats, enc_ids])
-    enc_btn.click(*encode_io, api_name="tokenizer_encode")
-    enc_text.submit(*encode_io, api_name="tokenizer_encode_submit", **private)
-    walk_io = (bind(walk_handler, ws), [state, walk_text], [walk_md, walk_df])
-    walk_btn.click(*walk_io, api_name="tokenizer_walk")
-    walk_text.submit(*walk_io, api_name="tokenizer_walk_submit", **private)
-    vocab_query.change(bind(vocab_filter_handler, ws), [state, vocab_query], [vocab_df],
+    encode_io = (U(encode_handler), [ctx.user, state, enc_text], [enc_html, enc_stats, enc_ids])
+    enc_btn.click(*encode_io, api_name="tokenizer_encode", **ctx.light())
+    enc_text.submit(*encode_io, api_name="tokenizer_encode_submit", **private, **ctx.light())
+    walk_io = (U(walk_handler), [ctx.user, state, walk_text], [walk_md, walk_df])
+    walk_btn.click(*walk_io, api_name="tokenizer_walk", **ctx.light())
+    walk_text.submit(*walk_io, api_name="tokenizer_walk_submit", **private, **ctx.light())
+    vocab_query.change(U(vocab_filter_handler), [ctx.user, state, vocab_query], [vocab_df],
                        api_name="tokenizer_vocab_filter", trigger_mode="always_last")
-    merges_query.change(bind(merges_filter_handler, ws), [state, merges_query], [merges_df],
+    merges_query.change(U(merges_filter_handler), [ctx.user, state, merges_query], [merges_df],
                         api_name="tokenizer_merges_filter", trigger_mode="always_last")
-    sweep_event = sweep_btn.click(
-        bind(sweep_handler, ws, caps),
-        [source, files, paste, kind, min_frequency, normalizer, pre_tokenizer, specials, fallback, largest, state],
+    sweep_event = sweep_btn.click(ctx.notice("Sweep"), None, [sweep_status], queue=False, show_progress="hidden").then(
+        U(sweep_handler, caps),
+        [ctx.user, source, files, paste, kind, min_frequency, normalizer, pre_tokenizer, specials, fallback, largest, state],
         [sweep_status, sweep_plot, sweep_csv], api_name="tokenizer_sweep", **ctx.heavy())
     stop_btn.click(None, None, None, cancels=[build_event, sweep_event], api_name="tokenizer_stop", queue=False,
                    **private)
-    cmp_btn.click(bind(compare_handler, ws), [cmp_a, cmp_b, cmp_text],
+    cmp_btn.click(U(compare_handler), [ctx.user, cmp_a, cmp_b, cmp_text],
                   [cmp_summary, cmp_plot, cmp_diff, cmp_html_a, cmp_html_b], api_name="tokenizer_compare")
 
-    ctx.on_workspace_change(bind(refresh_saved, ws), [saved, cmp_a, cmp_b], [saved, cmp_a, cmp_b],
+    ctx.on_workspace_change(refresh_saved, [saved, cmp_a, cmp_b], [saved, cmp_a, cmp_b],
                             api_name="tokenizer_saved")

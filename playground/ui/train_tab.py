@@ -8,10 +8,10 @@ engine's generator writes a "stopped" checkpoint; Resume continues it.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import html
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,6 +21,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from playground.scratch import download_dir
 from playground.charts.training import (
     bottleneck_chart,
     confusion_chart,
@@ -30,8 +31,10 @@ from playground.charts.training import (
     throughput_chart,
 )
 from playground.config import Preset, list_presets, load_preset, parse_preset
+from playground.data.policy import data_policy
 from playground.errors import ConfigError, PlaygroundError
 from playground.settings import Settings
+from playground.spaces import LiveJobs
 from playground.training.config import TrainConfig, preset_to_toml
 from playground.ui.context import AppContext, user_errors
 from playground.workspace import Workspace, validate_name
@@ -171,7 +174,7 @@ def preset_selected(name: str | None) -> tuple[Any, ...]:
     """Preset chosen: its TOML, description, a default run name and the form values."""
     if not name:
         return ("", "", gr.update(), *[gr.update() for _ in FORM_FIELDS])
-    preset = load_preset(name)
+    preset = load_preset(name, allow_paths=False)  # a listed preset only, never a path
     text = preset_to_toml(preset)
     return (text, _describe(preset), gr.update(value=name), *form_updates(text))
 
@@ -210,13 +213,17 @@ def toml_tokenizer(workspace: Workspace, toml_text: str) -> dict[str, Any]:
     return tokenizer_choices(workspace, toml_text, str(preset.data.get("tokenizer", default)))
 
 
-def use_upload(toml_text: str, upload: Any) -> str:
+def use_upload(workspace: Workspace, settings: Settings, toml_text: str, upload: Any) -> str:
     """Point the preset's data at an uploaded file: a .txt corpus (GPT), a .tsv pair file (seq2seq)
-    or a .zip of class folders (ViT)."""
+    or a .zip of class folders (ViT). In the app the file is copied into the user's upload folder
+    and named `upload:<name>` (playground.data.policy); the CLI's settings keep the plain path."""
     if not upload:
         return toml_text
     path = str(getattr(upload, "name", upload))
     preset = _parse(toml_text)
+    policy = data_policy(settings, workspace)
+    if not policy.allow_paths:
+        path = policy.store_upload(path)
     if preset.family == "gpt":
         preset.data["corpus"] = path
     elif preset.family in SEQ2SEQ:
@@ -296,7 +303,7 @@ def _preview_visibility(family: str) -> tuple[Any, Any, Any]:
 
 
 def _csv(frame: pd.DataFrame, stem: str) -> str:
-    folder = Path(tempfile.mkdtemp(prefix="playground-train-"))
+    folder = download_dir("playground-train-")
     path = folder / f"{stem}.csv"
     frame.to_csv(path, index=False)
     return str(path)
@@ -310,7 +317,7 @@ def _run_events(workspace: Workspace, settings: Settings, preset: Preset | None,
     live = LiveRun()
     caps = settings.caps
     events = train(preset, workspace, name, overrides=overrides, device=settings.device, resume=resume,
-                   max_steps_cap=caps.max_train_steps, limits=caps)
+                   max_steps_cap=caps.max_train_steps, limits=caps, policy=data_policy(settings, workspace))
     last_yield = 0.0
     family = preset.family if preset is not None else None
     try:
@@ -348,19 +355,23 @@ def _run_events(workspace: Workspace, settings: Settings, preset: Preset | None,
 
 @user_errors
 def start_training(workspace: Workspace, settings: Settings, preset_name: str | None, toml_text: str,
-                   name: str | None, overwrite: bool, version: int) -> Iterator[tuple[Any, ...]]:
+                   name: str | None, overwrite: bool, version: int, *, jobs: LiveJobs | None = None
+                   ) -> Iterator[tuple[Any, ...]]:
     """Start a new run from the TOML shown; yields progress, charts, previews, CSV, run state, version."""
     preset = _parse(toml_text, preset_name or "custom")
     name = validate_name(name or preset.name)
-    if workspace.exists("models", name) and not overwrite:
-        raise PlaygroundError(f"A model named {name!r} exists; choose another run name, tick Overwrite, "
-                              "or press Resume to continue it.")
-    yield from _run_events(workspace, settings, preset, name, False, None, version)
+    with _live_run(workspace, settings, jobs, name):
+        if workspace.exists("models", name) and not overwrite:
+            raise PlaygroundError(f"A model named {name!r} exists; choose another run name, tick Overwrite, "
+                                  "or press Resume to continue it.")
+        if hasattr(workspace, "check_writable"):
+            workspace.check_writable("models", name)
+        yield from _run_events(workspace, settings, preset, name, False, None, version)
 
 
 @user_errors
 def resume_training(workspace: Workspace, settings: Settings, toml_text: str, name: str | None,
-                    version: int) -> Iterator[tuple[Any, ...]]:
+                    version: int, *, jobs: LiveJobs | None = None) -> Iterator[tuple[Any, ...]]:
     """Resume the run `name` with the [train] settings shown (e.g. more steps)."""
     name = validate_name(name or "")
     overrides = None
@@ -369,7 +380,18 @@ def resume_training(workspace: Workspace, settings: Settings, toml_text: str, na
         overrides = {f"train.{k}": v for k, v in preset.train.items()}
     except PlaygroundError:
         pass
-    yield from _run_events(workspace, settings, None, name, True, overrides, version)
+    with _live_run(workspace, settings, jobs, name):
+        if hasattr(workspace, "check_writable"):
+            workspace.check_writable("models", name)
+        yield from _run_events(workspace, settings, None, name, True, overrides, version)
+
+
+def _live_run(workspace: Workspace, settings: Settings, jobs: LiveJobs | None, name: str):
+    """Reserve run `name` in the user's space while it trains (and count it against their limit)."""
+    key = getattr(workspace, "key", None)
+    if jobs is None or key is None:
+        return contextlib.nullcontext()
+    return jobs.claim(key, "train", name, settings.caps.max_trainings_per_user, "training")
 
 
 def stop_status(workspace: Workspace, run: dict | None, wait_s: float = 5.0) -> str:
@@ -441,7 +463,7 @@ def _widget(f: FormField, initial: dict[str, Any]) -> Any:
 
 def build(ctx: AppContext) -> None:
     """Lay out the Train tab."""
-    ws, settings = ctx.workspace, ctx.settings
+    settings, U = ctx.settings, ctx.per_user
     bind = functools.partial
     run_state = gr.State({})
     presets = list_presets()
@@ -513,28 +535,29 @@ def build(ctx: AppContext) -> None:
                 api_name=f"train_set_{f.key.replace('.', '_')}", **private)
     toml.input(form_updates, [toml], widgets, queue=False, show_progress="hidden", api_name="train_toml_form",
                **private)
-    toml.change(bind(toml_tokenizer, ws), [toml], [tokenizer], queue=False, show_progress="hidden",
+    toml.change(U(toml_tokenizer), [ctx.user, toml], [tokenizer], queue=False, show_progress="hidden",
                 api_name="train_toml_tokenizer", **private)
     tokenizer.input(user_errors(lambda text, value: set_field_raw(text, "data.tokenizer", value)), [toml, tokenizer],
                     [toml], queue=False, show_progress="hidden", api_name="train_tokenizer", **private)
-    upload.upload(user_errors(use_upload), [toml, upload], [toml], queue=False, api_name="train_upload", **private).then(
+    upload.upload(U(use_upload, settings), [ctx.user, toml, upload], [toml], queue=False, api_name="train_upload",
+                  **private).then(
         form_updates, [toml], widgets, queue=False, **private)
 
     outputs = [status, loss_plot, lr_plot, tput_plot, sample, confusion, translations, metrics_csv, run_state,
                ctx.workspace_version]
-    start_event = start_btn.click(
-        bind(start_training, ws, settings), [preset, toml, name, overwrite, ctx.workspace_version], outputs,
-        api_name="train_start", show_progress="hidden", **ctx.heavy())
-    resume_event = resume_btn.click(
-        bind(resume_training, ws, settings), [toml, name, ctx.workspace_version], outputs,
-        api_name="train_resume", show_progress="hidden", **ctx.heavy())
-    stop_btn.click(bind(stop_status, ws), [run_state], [status], cancels=[start_event, resume_event],
+    start_event = start_btn.click(ctx.notice("Training"), None, [status], queue=False, show_progress="hidden").then(
+        U(bind(start_training, jobs=ctx.jobs), settings), [ctx.user, preset, toml, name, overwrite, ctx.workspace_version],
+        outputs, api_name="train_start", show_progress="minimal", show_progress_on=[status], **ctx.heavy())
+    resume_event = resume_btn.click(ctx.notice("Resume"), None, [status], queue=False, show_progress="hidden").then(
+        U(bind(resume_training, jobs=ctx.jobs), settings), [ctx.user, toml, name, ctx.workspace_version], outputs,
+        api_name="train_resume", show_progress="minimal", show_progress_on=[status], **ctx.heavy())
+    stop_btn.click(U(stop_status), [ctx.user, run_state], [status], cancels=[start_event, resume_event],
                    api_name="train_stop", queue=False)
-    compare_btn.click(bind(compare_runs, ws), [compare_pick, compare_metric],
+    compare_btn.click(U(compare_runs), [ctx.user, compare_pick, compare_metric],
                       [overlay_plot, bottleneck_plot, overlay_csv, bottleneck_csv], api_name="train_compare")
 
-    ctx.on_workspace_change(bind(tokenizer_refresh, ws), [tokenizer, toml], [tokenizer], api_name="train_tokenizers")
-    ctx.on_workspace_change(bind(runs_refresh, ws), [compare_pick], [runs_df, compare_pick], api_name="train_runs")
+    ctx.on_workspace_change(tokenizer_refresh, [tokenizer, toml], [tokenizer], api_name="train_tokenizers")
+    ctx.on_workspace_change(runs_refresh, [compare_pick], [runs_df, compare_pick], api_name="train_runs")
 
 
 def set_field_raw(toml_text: str, key: str, value: Any) -> str:

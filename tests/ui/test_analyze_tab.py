@@ -118,7 +118,7 @@ def test_user_errors_become_gradio_errors(workspace) -> None:
 def test_the_app_analyzes_through_gradio_client(app_server) -> None:
     from gradio_client import Client
 
-    ws = Workspace(app_server.workspace_root)
+    ws = app_server.library
     name = f"an-{uuid.uuid4().hex[:6]}"
     _save_gpt(ws, name)
     client = Client(app_server.url, verbose=False)

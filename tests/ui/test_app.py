@@ -32,9 +32,10 @@ def test_build_app_has_no_side_effects(tmp_path):
     assert not root.exists()  # building writes nothing
 
 
-def test_header_shows_device_and_workspace(tmp_path):
+def test_header_shows_device_and_demo_mode_but_no_server_path(tmp_path):
     text = header_markdown(make_settings(tmp_path, device="cpu", demo=True))
-    assert "cpu" in text and str(tmp_path) in text and "demo" in text
+    assert "cpu" in text and "demo" in text and "private to you" in text
+    assert str(tmp_path) not in text  # a public server shows no server paths
 
 
 def test_four_tabs_in_order(tmp_path):
@@ -48,7 +49,7 @@ def test_saved_entries_reach_other_tabs_without_restart(app_server):
     from gradio_client import Client
 
     client = Client(app_server.url, verbose=False)
-    ws = Workspace(app_server.workspace_root)
+    ws = app_server.library
     tok_name, model_name = f"tok-{uuid.uuid4().hex[:6]}", f"model-{uuid.uuid4().hex[:6]}"
     ws.save_tokenizer(tok_name, _tiny_tokenizer_json(), {"vocab_size": 2})
     _save_tiny_model(ws, model_name)

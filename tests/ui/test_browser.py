@@ -65,7 +65,7 @@ def test_tabs_render_switch_and_refresh(browser, app_server, tmp_path):
     # A tokenizer saved while the page is open shows up in Train's choices on tab select.
     name = f"browser-{uuid.uuid4().hex[:6]}"
     tok = Tokenizer(models.WordLevel({"a": 0, "<unk>": 1}, unk_token="<unk>"))
-    Workspace(app_server.workspace_root).save_tokenizer(name, tok.to_str(), {"vocab_size": 2})
+    app_server.library.save_tokenizer(name, tok.to_str(), {"vocab_size": 2})
 
     for label in ("Train", "Generate", "Analyze", "Tokenizer", "Train"):
         _tab_button(browser, label).click()

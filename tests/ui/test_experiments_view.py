@@ -95,14 +95,20 @@ def test_retrain_uniform_saves_a_uniform_copy(env):
     assert copy.model_config.uniform_attention and not load_bundle("tiny", ws).model_config.uniform_attention
 
 
-def _mini_app(settings):
+def _context(settings, tabs, version=None, selection=None):
+    """An AppContext whose users see the env's workspace as a read-only library shelf."""
+    from playground.spaces import Spaces
     from playground.ui.context import AppContext
-    from playground.workspace import Workspace
 
+    spaces = Spaces(settings.workspace.parent / "app-root", [settings.workspace])
+    return AppContext(settings, spaces, version or gr.State(0), selection or gr.State({}), tabs, gr.State(None))
+
+
+def _mini_app(settings):
     with gr.Blocks() as app:
         version, selection = gr.State(0), gr.State({})
         with gr.Tabs() as tabs:
-            ctx = AppContext(settings, Workspace(settings.workspace), version, selection, tabs)
+            ctx = _context(settings, tabs, version, selection)
             with gr.Tab("Experiments"):
                 view.build(ctx)
         for fn, inputs, outputs, api_name in ctx.refreshers:
@@ -111,20 +117,17 @@ def _mini_app(settings):
 
 
 def test_view_accepts_a_shared_checkpoint_dropdown(env):
-    from playground.ui.context import AppContext
-    from playground.workspace import Workspace
-
     settings = env[1]
     with gr.Blocks() as app:
         with gr.Tabs() as tabs:
-            ctx = AppContext(settings, Workspace(settings.workspace), gr.State(0), gr.State({}), tabs)
+            ctx = _context(settings, tabs)
             shared = gr.Dropdown(choices=["tiny"], value="tiny", label="Checkpoint")
             with gr.Tab("Experiments"):
                 view.build(ctx, shared)
     names = {d.api_name for d in app.fns.values()}
     assert "experiments_run" in names and not ctx.refreshers  # the shared dropdown is refreshed by its owner
     run_fn = next(d for d in app.fns.values() if d.api_name == "experiments_run")
-    assert run_fn.inputs[0] is shared
+    assert run_fn.inputs[0] is ctx.user and run_fn.inputs[1] is shared
 
 
 def test_view_builds_inside_a_tab_and_runs_through_the_api(env):

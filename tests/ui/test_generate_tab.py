@@ -193,7 +193,7 @@ def test_through_the_app(app_server):
     from playground.workspace import Workspace
 
     name = f"gen-{uuid.uuid4().hex[:6]}"
-    _save_gpt(Workspace(app_server.workspace_root), name)
+    _save_gpt(app_server.library, name)
     client = Client(app_server.url, verbose=False)
     update = client.predict(None, api_name="/refresh_generate_models")
     assert name in [c[0] for c in update["choices"]]

@@ -166,6 +166,6 @@ def test_round_trip_through_the_running_app(app_server):
     assert name in names
     from playground.workspace import Workspace
 
-    assert name in Workspace(app_server.workspace_root).names("tokenizers")
+    assert name in app_server.space_of(client).names("tokenizers")
     html, stats, _ids = client.predict("fox", api_name="/tokenizer_encode")
     assert "<span" in html and "tokens for 3 characters" in stats

@@ -53,13 +53,22 @@ def test_form_edits_write_the_toml_and_toml_edits_fill_the_form():
     assert all(u == {"__type__": "update"} for u in tt.form_updates("this is [not toml"))
 
 
-def test_uploads_point_each_family_at_its_file():
-    gpt = parse_preset(tt.use_upload(tt.preset_selected("nanogpt-cpu-tiny")[0], "/tmp/x/my.txt"))
-    s2s = parse_preset(tt.use_upload(tt.preset_selected("seq2seq-dates-bahdanau")[0], "/tmp/x/p.tsv"))
-    vit = parse_preset(tt.use_upload(tt.preset_selected("vit-shapes")[0], "/tmp/x/i.zip"))
+def test_uploads_point_each_family_at_its_file(workspace, tmp_path):
+    cli = make_settings(workspace.root, device="cpu")  # user_paths: the file's own path
+    gpt = parse_preset(tt.use_upload(workspace, cli, tt.preset_selected("nanogpt-cpu-tiny")[0], "/tmp/x/my.txt"))
+    s2s = parse_preset(tt.use_upload(workspace, cli, tt.preset_selected("seq2seq-dates-bahdanau")[0], "/tmp/x/p.tsv"))
+    vit = parse_preset(tt.use_upload(workspace, cli, tt.preset_selected("vit-shapes")[0], "/tmp/x/i.zip"))
     assert gpt.data["corpus"] == "/tmp/x/my.txt"
     assert (s2s.data["pairs"], s2s.data["path"]) == ("tsv", "/tmp/x/p.tsv")
     assert (vit.data["dataset"], vit.data["path"]) == ("zip", "/tmp/x/i.zip")
+
+    app = make_settings(workspace.root, device="cpu", app=True)  # the app: a copy in the user's space
+    upload = tmp_path / "gradio" / "my.txt"
+    upload.parent.mkdir()
+    upload.write_text(corpus_text(), encoding="utf-8")
+    gpt = parse_preset(tt.use_upload(workspace, app, tt.preset_selected("nanogpt-cpu-tiny")[0], str(upload)))
+    assert gpt.data["corpus"] == "upload:my.txt"
+    assert (workspace.root / "uploads" / "my.txt").read_text(encoding="utf-8") == corpus_text()
 
 
 def test_tokenizer_choices_follow_family_and_workspace(workspace):
@@ -147,7 +156,7 @@ def test_runs_table_overlay_and_bottleneck(workspace, corpus):
 
 
 def test_train_round_trip_through_the_running_app(app_server, tmp_path):
-    from gradio_client import Client
+    from gradio_client import Client, handle_file
 
     from playground.workspace import Workspace
 
@@ -156,9 +165,11 @@ def test_train_round_trip_through_the_running_app(app_server, tmp_path):
     client = Client(app_server.url, verbose=False)
     name = f"rt-{uuid.uuid4().hex[:6]}"
     toml = _tiny_toml("gpt", corpus, max_steps=4, eval_interval=2, preview=False)
+    toml = client.predict(toml, handle_file(str(corpus)), api_name="/train_upload")  # the app takes no paths
+    assert parse_preset(toml).data["corpus"] == "upload:c.txt"
     result = client.predict("nanogpt-cpu-tiny", toml, name, False, 0, api_name="/train_start")
     assert 'data-state="done"' in result[0]  # (gr.State outputs are not part of the API result)
-    ws = Workspace(app_server.workspace_root)
+    ws = app_server.space_of(client)
     assert ws.get("models", name).meta["step"] == 4
     preset = client.predict("seq2seq-dates-bahdanau", api_name="/train_preset")
     assert parse_preset(preset[0]).family == "rnn_seq2seq"

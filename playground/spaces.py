@@ -1,0 +1,340 @@
+"""Per-user spaces for the served app: each user's own entries, a shared area, read-only shelves.
+
+Layout under the app's root (``--workspace``)::
+
+    <root>/users/<key>/tokenizers|models/...   one user's own entries (a plain Workspace)
+    <root>/shared/tokenizers|models/...        entries a user pressed "Share" on; each holds
+                                               a `shared-by` file with the owner's key
+    <root>/cache/                              downloaded corpora, one copy for the server
+
+Library shelves (the shipped checkpoints, an instructor's ``--library`` folders) are
+read-only Workspaces that every user sees. A user's view looks names up in their own space
+first, then the shared area, then the shelves; it writes only into their own space and refuses
+names that belong to a read-only entry. The CLI keeps its single Workspace and never comes here.
+
+A user key is derived from who the user is — a login name, else a random per-browser token,
+else the connection's session id — by hashing, so no string a user sends becomes a path.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from playground.errors import NotFoundError, PlaygroundError
+from playground.scratch import SCRATCH_PREFIX, scratch_base
+from playground.workspace import KINDS, Entry, Workspace, validate_name
+
+SHARED_BY_FILE = "shared-by"
+TOKEN_PATTERN = re.compile(r"^[A-Za-z0-9_-]{16,128}$")
+
+
+class ReadOnlyError(PlaygroundError):
+    """A write was aimed at an entry the user may read but not change."""
+
+
+def user_key(username: str | None = None, browser_token: str | None = None, session_hash: str | None = None) -> str:
+    """A stable folder name for one user: `u-…` per login, `b-…` per browser, `s-…` per connection.
+
+    Only hashes reach the file system; a browser token that is not a well-formed random token
+    (as `new_browser_token` makes) is ignored.
+    """
+    if username:
+        return "u-" + _digest(f"user:{username}")
+    if isinstance(browser_token, str) and TOKEN_PATTERN.match(browser_token):
+        return "b-" + _digest(f"browser:{browser_token}")
+    if session_hash:
+        return "s-" + _digest(f"session:{session_hash}")
+    raise PlaygroundError("This request carries no session; reload the page.")
+
+
+def new_browser_token() -> str:
+    """A fresh random token that identifies one browser (kept in its localStorage)."""
+    import secrets
+
+    return secrets.token_urlsafe(24)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+
+
+class UserSpace:
+    """What one user of the app sees and may change (duck-types `Workspace`).
+
+    Reads search the user's own space, then the shared area, then the library shelves;
+    writes and deletes reach only the user's own space.
+    """
+
+    names_only = True  # checkpoints are looked up by name, never by a path the user typed
+
+    def __init__(self, own: Workspace, shared: Workspace, shelves: Sequence[Workspace], key: str,
+                 cache_dir: Path, scratch_root: Path | None = None) -> None:
+        self.own = own
+        self.shared = shared
+        self.shelves = tuple(shelves)
+        self.key = key
+        self._cache_dir = cache_dir
+        self._scratch_root = scratch_root
+
+    # -- the Workspace surface ------------------------------------------------------------
+    @property
+    def root(self) -> Path:
+        return self.own.root
+
+    @property
+    def cache_dir(self) -> Path:
+        return self._cache_dir
+
+    def dir(self, kind: str) -> Path:
+        return self.own.dir(kind)
+
+    def path(self, kind: str, name: str) -> Path:
+        """Where entry `name` is: the visible entry's folder, else where the user's own would go."""
+        found = self._find(kind, name)
+        return found.path if found is not None else self.own.path(kind, name)
+
+    def list(self, kind: str) -> list[Entry]:
+        """Own entries, then shared ones, then the shelves'; a name shows once (the first found)."""
+        seen: set[str] = set()
+        out: list[Entry] = []
+        for origin, ws in self._layers():
+            for entry in ws.list(kind):
+                if entry.name in seen:
+                    continue
+                if origin == "shared" and not _is_shared_entry(entry.path):
+                    continue
+                seen.add(entry.name)
+                out.append(replace(entry, origin=origin))
+        return out
+
+    def names(self, kind: str) -> list[str]:
+        return [e.name for e in self.list(kind)]
+
+    def get(self, kind: str, name: str) -> Entry:
+        found = self._find(kind, name)
+        if found is None:
+            have = ", ".join(self.names(kind)) or "none yet"
+            raise NotFoundError(f"No {kind[:-1]} named {validate_name(name)!r} in your space (have: {have}).")
+        return found
+
+    def exists(self, kind: str, name: str) -> bool:
+        return self._find(kind, name) is not None
+
+    def origin(self, kind: str, name: str) -> str | None:
+        """"own", "shared" or "library" for a visible entry, else None."""
+        found = self._find(kind, name)
+        return found.origin if found is not None else None
+
+    @contextlib.contextmanager
+    def writing(self, kind: str, name: str, overwrite: bool = False) -> Iterator[Path]:
+        """Like `Workspace.writing`, into the user's own space; read-only names are refused."""
+        self.check_writable(kind, name)
+        with self.own.writing(kind, name, overwrite=overwrite) as tmp:
+            yield tmp
+
+    def check_writable(self, kind: str, name: str) -> None:
+        """Raise ReadOnlyError when `name` is a visible entry the user does not own."""
+        name = validate_name(name)
+        if self.own.exists(kind, name):
+            return
+        origin = self.origin(kind, name)
+        if origin == "library":
+            raise ReadOnlyError(f"{name!r} is a read-only {kind[:-1]} of the library (shipped or the instructor's); "
+                                "choose another name for yours.")
+        if origin == "shared":
+            raise ReadOnlyError(f"{name!r} is a {kind[:-1]} someone shared, read-only to you; choose another name for yours.")
+
+    def save_tokenizer(self, name: str, tokenizer_json: str, meta: dict[str, Any], overwrite: bool = False) -> Entry:
+        self.check_writable("tokenizers", name)
+        self.own.save_tokenizer(name, tokenizer_json, meta, overwrite=overwrite)
+        return self.get("tokenizers", name)
+
+    def load_tokenizer(self, name: str):
+        from tokenizers import Tokenizer
+
+        return Tokenizer.from_file(str(self.get("tokenizers", name).path / "tokenizer.json"))
+
+    def delete(self, kind: str, name: str) -> None:
+        """Delete one of the user's own entries (a read-only one is refused)."""
+        self.check_writable(kind, name)
+        self.own.delete(kind, name)
+
+    def scratch_dir(self, prefix: str) -> Path:
+        """A fresh temp folder for this session's downloads, removed when the session ends."""
+        if self._scratch_root is None:
+            return Path(tempfile.mkdtemp(prefix=prefix))
+        self._scratch_root.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=prefix, dir=self._scratch_root))
+
+    # -- sharing --------------------------------------------------------------------------
+    def share(self, kind: str, name: str, as_name: str | None = None) -> Entry:
+        """Copy one of the user's own entries into the shared area (others can read, not change).
+
+        Re-sharing under a name the user shared before replaces that copy; a name someone else
+        shared, or a library name, is refused.
+        """
+        source = self.own.get(kind, name) if self.own.exists(kind, name) else None
+        if source is None:
+            raise NotFoundError(f"Only your own {kind} can be shared; {validate_name(name)!r} is not one of them.")
+        target = validate_name(as_name or name)
+        if any(ws.exists(kind, target) for ws in self.shelves):
+            raise ReadOnlyError(f"{target!r} is a library name; share under another name.")
+        owner = shared_owner(self.shared, kind, target)
+        if owner is not None and owner != self.key:
+            raise ReadOnlyError(f"Someone else already shared a {kind[:-1]} named {target!r}; share under another name.")
+        with self.shared.writing(kind, target, overwrite=owner == self.key) as tmp:
+            for item in source.path.iterdir():
+                if item.is_file() and not item.is_symlink():
+                    shutil.copy2(item, tmp / item.name)
+            (tmp / SHARED_BY_FILE).write_text(self.key, encoding="utf-8")
+        return self.shared.get(kind, target)
+
+    # -- internals ------------------------------------------------------------------------
+    def _layers(self) -> list[tuple[str, Workspace]]:
+        return [("own", self.own), ("shared", self.shared), *(("library", ws) for ws in self.shelves)]
+
+    def _find(self, kind: str, name: str) -> Entry | None:
+        name = validate_name(name)
+        for origin, ws in self._layers():
+            if ws.exists(kind, name):
+                if origin == "shared" and not _is_shared_entry(ws.path(kind, name)):
+                    continue
+                return replace(ws.get(kind, name), origin=origin)
+        return None
+
+
+def _is_shared_entry(path: Path) -> bool:
+    return (path / SHARED_BY_FILE).is_file()
+
+
+def shared_owner(shared: Workspace, kind: str, name: str) -> str | None:
+    """The key of whoever shared entry `name`, or None when there is none."""
+    marker = shared.path(kind, name) / SHARED_BY_FILE
+    try:
+        return marker.read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
+
+
+class Spaces:
+    """The app's root of user spaces: hands each request its `UserSpace`."""
+
+    def __init__(self, root: str | Path, library: Sequence[str | Path] = (), scratch_dir_base: Path | None = None) -> None:
+        self.root = Path(root)
+        # A shelf that is the app's root itself (the default: checkpoints/ holds both the shipped
+        # entries and users/) is fine: users/ and shared/ are not entry folders of it.
+        self.shelves = tuple(Workspace(p) for p in library)
+        self.shared = Workspace(self.root / "shared")
+        self.users_dir = self.root / "users"
+        self.cache_dir = self.root / "cache"
+        self.scratch_base = scratch_dir_base or scratch_base()
+
+    def space(self, key: str, session_hash: str | None = None) -> UserSpace:
+        """The space of user `key`; temp files of this session go under its own scratch folder."""
+        if not re.fullmatch(r"[usb]-[0-9a-f]{24}", key):
+            raise PlaygroundError("Internal: malformed user key.")
+        scratch = self.scratch_base / _digest(f"scratch:{session_hash}") if session_hash else None
+        return UserSpace(Workspace(self.users_dir / key), self.shared, self.shelves, key, self.cache_dir, scratch)
+
+    def end_session(self, session_hash: str) -> None:
+        """Remove the temp files one browser session made (called on unload)."""
+        shutil.rmtree(self.scratch_base / _digest(f"scratch:{session_hash}"), ignore_errors=True)
+
+    def clean_on_start(self, stale_session_spaces_after_s: float = 7 * 86400) -> dict[str, int]:
+        """Start-up housekeeping; returns counts of what was removed or restored.
+
+        - hidden `.tmp-*` / `.trash-*` folders left by killed saves are removed, and a `.old-*`
+          folder whose entry is missing (killed between the two renames of a replace) is put back;
+        - scratch folders of server processes that are no longer running are removed;
+        - per-connection spaces (`s-…`, API clients without a browser) idle for longer than
+          `stale_session_spaces_after_s` are removed (per-login and per-browser spaces stay).
+        """
+        counts = {"temp": 0, "restored": 0, "scratch": 0, "stale_spaces": 0}
+        roots = [self.shared]
+        if self.users_dir.is_dir():
+            roots += [Workspace(p) for p in self.users_dir.iterdir() if p.is_dir()]
+        for ws in roots:
+            for kind in KINDS:
+                removed, restored = ws.recover(kind)
+                counts["temp"] += removed
+                counts["restored"] += restored
+        parent = self.scratch_base.parent
+        for folder in parent.glob(f"{SCRATCH_PREFIX}*"):
+            pid = folder.name[len(SCRATCH_PREFIX):]
+            if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+                shutil.rmtree(folder, ignore_errors=True)
+                counts["scratch"] += 1
+        if self.users_dir.is_dir():
+            now = time.time()
+            for folder in self.users_dir.glob("s-*"):
+                if now - _newest_mtime(folder) > stale_session_spaces_after_s:
+                    shutil.rmtree(folder, ignore_errors=True)
+                    counts["stale_spaces"] += 1
+        return counts
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _newest_mtime(folder: Path) -> float:
+    newest = folder.stat().st_mtime
+    for path in folder.rglob("*"):
+        with contextlib.suppress(OSError):
+            newest = max(newest, path.stat().st_mtime)
+    return newest
+
+
+class LiveJobs:
+    """Process-wide register of live jobs: per-user limits and run names reserved while live.
+
+    `claim(user, lane, name)` is a context manager: it refuses a user's second live job of a
+    lane beyond `limit`, and a second live job under the same (user, name).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._live: dict[tuple[str, str], set[str]] = {}
+
+    @contextlib.contextmanager
+    def claim(self, user: str, lane: str, name: str, limit: int, what: str = "job") -> Iterator[None]:
+        token = f"{lane}:{name}"
+        with self._lock:
+            mine = self._live.setdefault((user, lane), set())
+            if token in mine:
+                raise PlaygroundError(f"A {what} named {name!r} is already running in your space; stop it first "
+                                      "or choose another name.")
+            if limit and len(mine) >= limit:
+                running = ", ".join(sorted(t.split(":", 1)[1] for t in mine))
+                raise PlaygroundError(f"You already have {len(mine)} {what}(s) running ({running}); this server allows "
+                                      f"{limit} per user at once. Stop it or wait for it to finish.")
+            mine.add(token)
+        try:
+            yield
+        finally:
+            with self._lock:
+                mine = self._live.get((user, lane), set())
+                mine.discard(token)
+                if not mine:
+                    self._live.pop((user, lane), None)
+
+    def count(self, lane: str | None = None) -> int:
+        """How many jobs are live (in one lane, or all)."""
+        with self._lock:
+            return sum(len(v) for (u, ln), v in self._live.items() if lane is None or ln == lane)
