@@ -50,12 +50,18 @@ def start_ids(tokenizer: Any) -> list[int]:
     return [0]
 
 
+MAX_SEED = 2**63 - 1
+
+
 def resolve_seed(seed: int | None) -> int:
     """The given seed, or a fresh random one (reported back so a run can be repeated)."""
     if seed is None:
         return secrets.randbits(31)
     if not isinstance(seed, int) or seed < 0:
         raise ConfigError(f"seed must be a non-negative integer, got {seed!r}.")
+    if seed > MAX_SEED:  # torch.Generator.manual_seed overflows above this
+        raise ConfigError(f"seed must be at most {MAX_SEED:,} (2**63 - 1), got {seed:,}; pick a smaller whole "
+                          "number such as 0 or 1337.")
     return seed
 
 

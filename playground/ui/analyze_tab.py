@@ -22,6 +22,7 @@ from typing import Any
 import gradio as gr
 
 from playground.scratch import download_dir
+from playground.ui.components import ReadableImage
 from playground.ui.context import AppContext, choices_update, model_choices, user_errors
 from playground.workspace import Workspace
 
@@ -270,7 +271,7 @@ def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, abou
     with gr.Row():
         with gr.Column(scale=3):
             text = gr.Textbox(label="Text prompt", lines=3, elem_id="analyze-text")
-            image = gr.Image(label="Image", type="numpy", visible=False, elem_id="analyze-image", height=220)
+            image = ReadableImage(label="Image", type="numpy", visible=False, elem_id="analyze-image", height=220)
             sample = gr.Dropdown(label="…or a sample from the checkpoint's validation data", choices=[], value=None,
                                  visible=False, elem_id="analyze-sample")
         with gr.Column(scale=2):

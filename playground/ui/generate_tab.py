@@ -16,6 +16,7 @@ import gradio as gr
 import pandas as pd
 
 from playground.scratch import download_dir
+from playground.ui.components import ReadableImage
 from playground.ui.context import AppContext, choices_update, user_errors
 
 MAX_SAMPLES = 8
@@ -144,11 +145,10 @@ def _sampling(temperature, top_k, top_p, min_p, rep, freq, pres):
 
 
 def _stops(text: str | None) -> tuple[str, ...]:
-    """Stop strings from a comma-separated field; \\n and \\t escapes allowed."""
-    if not text:
-        return ()
-    parts = [p.strip() for p in text.split(",")]
-    return tuple(p.encode("utf-8").decode("unicode_escape") for p in parts if p)
+    """Stop strings from a comma-separated field (see playground.generation.stops for the escapes)."""
+    from playground.generation.stops import parse_stop_strings
+
+    return parse_stop_strings(text)
 
 
 def _seed(value) -> int | None:
@@ -404,7 +404,7 @@ def build(ctx: AppContext) -> None:
         with gr.Column(scale=2):
             prompt = gr.Textbox(label="Prompt", lines=3, elem_id="generate-prompt")
             with gr.Column(visible=False) as image_col:
-                image = gr.Image(label="Image", type="filepath", image_mode="RGB", elem_id="generate-image", height=220)
+                image = ReadableImage(label="Image", type="filepath", image_mode="RGB", elem_id="generate-image", height=220)
                 invert = gr.Checkbox(label="Invert (dark ink on light paper)", value=False)
             with gr.Group(visible=True) as lm_group:
                 temperature = gr.Slider(0, 2, value=1.0, step=0.05, label="Temperature", info="0 = greedy")
@@ -474,6 +474,7 @@ def build(ctx: AppContext) -> None:
         api_name="generate_distribution", show_progress="hidden", trigger_mode="always_last",
     )
     picker.change(show_token, [result, picker], [output], api_name="generate_show_token", show_progress="hidden")
-    table.select(table_select, [table], [picker], api_name="generate_table_select", show_progress="hidden")
+    table.select(table_select, [table], [picker], show_progress="hidden",
+                 api_visibility="private")  # a click only: an API call has no row to send
     explain_btn.click(user_errors(explain), [result, picker, ctx.selection], [ctx.selection, ctx.tabs],
                       api_name="generate_explain", show_progress="hidden")
