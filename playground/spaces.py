@@ -338,3 +338,15 @@ class LiveJobs:
         """How many jobs are live (in one lane, or all)."""
         with self._lock:
             return sum(len(v) for (u, ln), v in self._live.items() if lane is None or ln == lane)
+
+
+def space_rows(space: UserSpace) -> list[dict[str, Any]]:
+    """One row per entry the user can see: kind, name, where it comes from, what it is."""
+    rows = []
+    for kind in KINDS:
+        for entry in space.list(kind):
+            meta = entry.meta
+            what = meta.get("family") or (f"vocab {meta['vocab_size']:,}" if isinstance(meta.get("vocab_size"), int) else "")
+            rows.append({"kind": kind[:-1], "name": entry.name, "origin": entry.origin, "what": what,
+                         "step": meta.get("step", "")})
+    return rows

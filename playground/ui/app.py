@@ -12,7 +12,7 @@ import gradio as gr
 
 from playground.settings import Settings
 from playground.spaces import TOKEN_PATTERN, Spaces, new_browser_token
-from playground.ui import analyze_tab, deeplink_view, generate_tab, tokenizer_tab, train_tab
+from playground.ui import analyze_tab, deeplink_view, generate_tab, space_panel, tokenizer_tab, train_tab
 from playground.ui.context import AppContext
 
 TABS = (
@@ -20,6 +20,7 @@ TABS = (
     ("train", "Train", train_tab),
     ("generate", "Generate", generate_tab),
     ("analyze", "Analyze", analyze_tab),
+    ("space", "My space", space_panel),
 )
 # gradio's own copies of files offered for download: swept every 10 minutes, kept for an hour.
 DELETE_CACHE = (600, 3600)

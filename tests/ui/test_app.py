@@ -38,11 +38,12 @@ def test_header_shows_device_and_demo_mode_but_no_server_path(tmp_path):
     assert str(tmp_path) not in text  # a public server shows no server paths
 
 
-def test_four_tabs_in_order(tmp_path):
+def test_tabs_in_order(tmp_path):
     app = build_app(make_settings(tmp_path, device="cpu"))
     top = [b for b in app.blocks.values() if type(b).__name__ == "Tab" and (b.elem_id or "").startswith("tab-")]
     assert [(b.label, b.elem_id) for b in top] == [("Tokenizer", "tab-tokenizer"), ("Train", "tab-train"),
-                                                    ("Generate", "tab-generate"), ("Analyze", "tab-analyze")]
+                                                    ("Generate", "tab-generate"), ("Analyze", "tab-analyze"),
+                                                    ("My space", "tab-space")]
 
 
 def test_saved_entries_reach_other_tabs_without_restart(app_server):
@@ -65,3 +66,46 @@ def _choices(update) -> list[str]:
     if isinstance(update, dict) and "choices" in update:
         return [c[0] if isinstance(c, (list, tuple)) else c for c in update["choices"]]
     pytest.fail(f"expected a dropdown update with choices, got {update!r}")
+
+
+def test_each_client_has_its_own_space_and_can_share(app_server):
+    """Two sessions: what one saves the other cannot see until it is shared, and then only read."""
+    from gradio_client import Client
+    from gradio_client.exceptions import AppError
+
+    alice, bob = Client(app_server.url, verbose=False), Client(app_server.url, verbose=False)
+    name = f"own-{uuid.uuid4().hex[:6]}"
+    app_server.space_of(alice).save_tokenizer(name, _tiny_tokenizer_json(), {"vocab_size": 2})
+    assert name in _choices(alice.predict(None, api_name="/refresh_train_tokenizers"))
+    assert name not in _choices(bob.predict(None, api_name="/refresh_train_tokenizers"))
+    table = bob.predict(api_name="/refresh_space")
+    assert name not in str(table)
+
+    with pytest.raises(AppError, match="Only your own"):
+        bob.predict("tokenizer", name, "", 0, api_name="/space_share")
+    with pytest.raises(AppError, match="No tokenizer"):
+        bob.predict("tokenizer", name, 0, api_name="/space_delete")
+    status, table = alice.predict("tokenizer", name, "", 0, api_name="/space_share")  # (State outputs are not returned)
+    assert "Shared" in status
+    assert name in _choices(bob.predict(None, api_name="/refresh_train_tokenizers"))
+    with pytest.raises(AppError, match="read-only"):
+        bob.predict("tokenizer", name, 0, api_name="/space_delete")
+    assert app_server.space_of(alice).exists("tokenizers", name)
+
+
+def test_library_models_cannot_be_overwritten_by_training(app_server, tmp_path):
+    """The shipped-demo case: a 5-step run under a library model's name is refused and the model is unchanged."""
+    from gradio_client import Client
+    from gradio_client.exceptions import AppError
+
+    name = f"lib-{uuid.uuid4().hex[:6]}"
+    _save_tiny_model(app_server.library, name)
+    before = (app_server.library.path("models", name) / "model.safetensors").read_bytes()
+    client = Client(app_server.url, verbose=False)
+    toml = 'family = "gpt"\n[model]\nblock_size = 8\nn_layer = 1\nn_head = 1\nd_model = 8\n[data]\ncorpus = "python-docs"\n' \
+           '[train]\nmax_steps = 2\nbatch_size = 2\n'
+    with pytest.raises(AppError, match="read-only"):
+        client.predict("nanogpt-cpu-tiny", toml, name, True, 0, api_name="/train_start")
+    with pytest.raises(AppError, match="read-only"):
+        client.predict(toml, name, 0, api_name="/train_resume")
+    assert (app_server.library.path("models", name) / "model.safetensors").read_bytes() == before
