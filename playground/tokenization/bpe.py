@@ -278,6 +278,53 @@ def check_corpus(text: str) -> None:
         raise DataError("The corpus is empty: give some text to build the tokenizer from.")
 
 
+def longest_word(text: str, pre_tokenizer: str, longer_than: int) -> int:
+    """The length of the longest "word" the pre-tokenizer leaves in `text`, if any is longer than
+    `longer_than` characters (else 0). Linear time: only runs longer than the bound are split."""
+    if pre_tokenizer == "none":  # each line is one word
+        pattern = rf"(?<![^\n])[^\n]{{{longer_than + 1},}}"
+    elif pre_tokenizer == "byte-level":  # runs of spaces are words too
+        pattern = rf"(?<!\S)\S{{{longer_than + 1},}}|(?<!\s)\s{{{longer_than + 1},}}"
+    else:
+        pattern = rf"(?<!\S)\S{{{longer_than + 1},}}"
+    pre = make_pre_tokenizer(pre_tokenizer)
+    longest = 0
+    for match in re.finditer(pattern, text):
+        run = match.group()
+        pieces = [w for w, _ in pre.pre_tokenize_str(run)] if pre is not None else [run]
+        longest = max(longest, max((len(w) for w in pieces), default=0))
+    return longest if longest > longer_than else 0
+
+
+def check_build_cost(text: str, options: TokenizerOptions, caps: DemoCaps | None = None) -> None:
+    """TooBigError unless building on `text` is bounded: corpus size, corpus x vocabulary, and the
+    longest pre-tokenized word (BPE training time grows with the square of a word's length)."""
+    from playground import limits
+    from playground.errors import TooBigError
+
+    n = len(text)
+    max_chars = int(limits.cap(caps, "max_corpus_chars"))
+    if n > max_chars:
+        raise TooBigError(f"The corpus has {n:,} characters; this server builds tokenizers on at most "
+                          f"{max_chars:,}. Use a smaller corpus (or a part of it).")
+    if options.kind != "bpe":
+        return
+    work, max_work = n * options.vocab_size, limits.cap(caps, "max_bpe_work")
+    if work > max_work:
+        raise TooBigError(f"{n:,} characters x vocabulary {options.vocab_size:,} is more work than this server "
+                          f"allows ({max_work:,.0f}); use at most {int(max_work // options.vocab_size):,} "
+                          f"characters or a vocabulary of at most {max(1, int(max_work // max(n, 1))):,}.")
+    max_word = int(limits.cap(caps, "max_pretoken_chars"))
+    word = longest_word(text, options.pre_tokenizer, max_word)
+    if word:
+        unit = "line" if options.pre_tokenizer == "none" else "word (text without whitespace)"
+        raise TooBigError(
+            f"The corpus has a {unit} of {word:,} characters after pre-tokenizing ({options.pre_tokenizer}); "
+            f"this server allows {max_word:,}, because BPE training time grows with the square of a word's "
+            "length. Add spaces or line breaks, pick a pre-tokenizer that splits this text "
+            "(byte-level or whitespace), or build a character-level tokenizer.")
+
+
 # -- building ----------------------------------------------------------------------------------
 
 def iter_build(text: str, options: TokenizerOptions, caps: DemoCaps | None = None,
@@ -290,6 +337,7 @@ def iter_build(text: str, options: TokenizerOptions, caps: DemoCaps | None = Non
     """
     options = options.checked(caps)
     check_corpus(text)
+    check_build_cost(text, options, caps)
     start = time.perf_counter()
     yield BuildProgress("checking", f"Checking {len(text):,} characters of text", 0.0, 0.0)
     if options.kind == "char":

@@ -104,13 +104,17 @@ def sweep_sizes(base: int, largest: int, sizes: tuple[int, ...] = SWEEP_SIZES) -
 
 
 def iter_vocab_sweep(text: str, options: TokenizerOptions, largest: int = 32768, caps=None,
-                     sizes: tuple[int, ...] = SWEEP_SIZES) -> Generator[BuildProgress, None, pd.DataFrame]:
+                     sizes: tuple[int, ...] = SWEEP_SIZES,
+                     in_child: bool = False) -> Generator[BuildProgress, None, pd.DataFrame]:
     """Compression on held-out text for a range of vocabulary sizes, training only once.
 
     A BPE of size n is the first merges of a bigger one (see `truncate_bpe`), so one training run
     at the largest size gives every smaller tokenizer. Returns a DataFrame with vocab_size,
-    chars_per_token, tokens_per_word, bytes_per_token, merges.
+    chars_per_token, tokens_per_word, bytes_per_token, merges. `in_child` trains in a child
+    process that closing the generator terminates (the app's Stop).
     """
+    from playground.tokenization.build_process import iter_build_in_child
+
     if options.kind != "bpe":
         raise DataError("A vocabulary-size sweep needs a BPE tokenizer (a character-level one has no size to choose).")
     if caps is not None and caps.max_vocab_size:
@@ -120,7 +124,8 @@ def iter_vocab_sweep(text: str, options: TokenizerOptions, largest: int = 32768,
     base = base_alphabet_size(train, options.checked(caps))
     if largest < base:
         raise DataError(f"The sweep needs vocabularies of at least {base:,} (the base alphabet); raise the largest size.")
-    big = yield from iter_build(train, TokenizerOptions(**{**options.to_dict(), "vocab_size": largest,
+    build = iter_build_in_child if in_child else iter_build
+    big = yield from build(train, TokenizerOptions(**{**options.to_dict(), "vocab_size": largest,
                                                           "special_tokens": tuple(options.special_tokens)}), caps)
     actual = big.get_vocab_size()
     rows = []
@@ -170,8 +175,13 @@ class Encoded:
         return len(self.text) / len(self.ids) if self.ids else float("nan")
 
 
-def encode(tokenizer: Tokenizer, text: str) -> Encoded:
-    """Encode `text` (no special tokens added) keeping offsets into the original text."""
+def encode(tokenizer: Tokenizer, text: str, caps=None) -> Encoded:
+    """Encode `text` (no special tokens added) keeping offsets into the original text.
+
+    Text longer than the server's `max_encode_chars` (caps default FULL_CAPS) is refused."""
+    from playground.limits import check_text
+
+    check_text(text, "max_encode_chars", caps, "The text to encode")
     enc = tokenizer.encode(text or "", add_special_tokens=False)
     return Encoded(text or "", list(enc.ids), list(enc.tokens), [tuple(o) for o in enc.offsets])
 

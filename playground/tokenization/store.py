@@ -89,12 +89,18 @@ def _char_specials(tokenizer: Tokenizer) -> list[str]:
 
 
 def iter_train(corpus: Corpus, options: TokenizerOptions, caps: DemoCaps | None = None,
-               held_out_fraction: float = 0.1, cancel=None) -> Generator[BuildProgress, None, BuiltTokenizer]:
+               held_out_fraction: float = 0.1, cancel=None,
+               in_child: bool = False) -> Generator[BuildProgress, None, BuiltTokenizer]:
     """Build on the corpus minus a held-out tail, then measure compression on the tail and count
-    tokens in the training part. Yields progress; returns a BuiltTokenizer."""
+    tokens in the training part. Yields progress; returns a BuiltTokenizer.
+
+    `in_child` builds in a child process that closing the generator terminates (the app's Stop)."""
+    from playground.tokenization.build_process import iter_build_in_child
+
     start = time.perf_counter()
     train_text, held = split_held_out(corpus.text, held_out_fraction)
-    tokenizer = yield from iter_build(train_text, options, caps, cancel=cancel)
+    build = iter_build_in_child if in_child else iter_build
+    tokenizer = yield from build(train_text, options, caps, cancel=cancel)
     yield BuildProgress("measuring", "Measuring compression and counting tokens", None, time.perf_counter() - start)
     comp = compression(tokenizer, held or train_text)
     counts = token_counts(tokenizer, train_text)

@@ -127,7 +127,7 @@ def build_handler(workspace: Workspace, caps: DemoCaps, source: str, files: Any,
     options = options.checked(caps)
     yield "Loading the corpus…", state
     corpus = corpus_from_widgets(workspace, caps, source, files, paste)
-    gen = store.iter_train(corpus, options, caps)
+    gen = store.iter_train(corpus, options, caps, in_child=True)  # Stop closes gen: the child is terminated
     try:
         while True:
             try:
@@ -227,7 +227,7 @@ def sweep_handler(workspace: Workspace, caps: DemoCaps, source: str, files: Any,
     """Compression on held-out text for vocabulary sizes up to `largest` (one training run); yields (status, plot, csv)."""
     options = options_from_widgets(kind, largest, min_frequency, normalizer, pre_tokenizer, specials, fallback)
     corpus = corpus_from_widgets(workspace, caps, source, files, paste)
-    gen = iter_vocab_sweep(corpus.text, options, int(largest), caps)
+    gen = iter_vocab_sweep(corpus.text, options, int(largest), caps, in_child=True)  # Stop ends the child
     try:
         while True:
             try:
