@@ -23,6 +23,8 @@ from playground.analysis import experiments_wp as wp
 from playground.analysis.experiments_core import ExperimentGen, Progress, StopFlag, is_stopped
 from playground.analysis.experiments_data import HeldOut, load_held_out
 from playground.errors import PlaygroundError
+from playground.limits import check_experiment_options
+from playground.settings import DemoCaps
 
 EXPERIMENTS: dict[str, str] = {
     "agreement": "J&W: Kendall τ of attention views vs gradient and leave-one-out",
@@ -85,8 +87,10 @@ def _settings(name: str, bundle: Any, held: HeldOut | None, opts: ExperimentOpti
 
 
 def iter_experiment(name: str, bundle: Any, options: ExperimentOptions | None = None, workspace: Any = None,
-                    stop: StopFlag = None, held: HeldOut | None = None) -> ExperimentGen:
+                    stop: StopFlag = None, held: HeldOut | None = None, caps: DemoCaps | None = None) -> ExperimentGen:
     """The experiment ``name`` on ``bundle`` (a loaded playground.bundle.Bundle) as a progress generator.
+
+    ``caps`` (default FULL_CAPS) bounds examples, permutations, steps and seeds (TooBigError).
 
     ``held`` reuses already drawn examples (their queries must use the model given as bundle.model).
     """
@@ -95,6 +99,7 @@ def iter_experiment(name: str, bundle: Any, options: ExperimentOptions | None = 
     o = options or ExperimentOptions()
     if o.n < 1:
         raise PlaygroundError("Use at least one example.")
+    check_experiment_options(o, caps)  # every size bounded before anything is drawn or run
     if name == "uniform":
         return (yield from _uniform(bundle, o, workspace, stop))
     if name == "seeds":

@@ -55,6 +55,18 @@ class GenerateRequest:
         return replace(self, max_new_tokens=max_new_tokens)
 
 
+def check_request_sizes(request: GenerateRequest, caps: Any = None) -> None:
+    """TooBigError unless the prompt, new tokens, samples, beams and seed fit `caps` (default FULL_CAPS)."""
+    from playground.limits import check_count, check_seed, check_text
+
+    check_text(request.prompt, "max_prompt_chars", caps, "The prompt")
+    check_count(request.max_new_tokens, "max_new_tokens", caps, "Max new tokens", 1)
+    check_count(request.num_samples, "max_batch_size", caps, "Number of samples", 1)
+    check_count(request.beam_width, "max_batch_size", caps, "Beam width", 1)
+    if request.seed is not None:
+        check_seed(request.seed, caps)
+
+
 def family_kind(bundle: Any) -> str:
     """"lm", "seq2seq" or "classifier" for a bundle."""
     from playground.models.registry import get_family
@@ -98,6 +110,7 @@ def stream(bundle: Any, request: GenerateRequest) -> Iterator[StepEvent | Done]:
     check_text_model(bundle, kind, request.image)
     if request.max_new_tokens < 1:
         raise ConfigError(f"max new tokens must be >= 1, got {request.max_new_tokens}.")
+    check_request_sizes(request)
     model = bundle.model
     if kind == "lm":
         ids = prompt_ids(bundle, request.prompt)
