@@ -279,7 +279,7 @@ class User:
                   check=lambda r: None if r and "data-index=" in str(r[0]) else "no tokens in the output")
         self.call("list_models", None, api_name="/refresh_analyze_models")
         self.call("analyze_select", DEMO_GPT, api_name="/analyze_checkpoint")
-        self.call("analyze", DEMO_GPT, f"# {m} for x in range", None, None, "", "", ["attention", "saliency"], "", "",
+        self.call("analyze", DEMO_GPT, f"# {m} for x in range", None, None, "", "", ["attention", "rollout"], "", "",
                   20, False, api_name="/analyze", check=lambda r: None if r and r[0] else "empty summary")
 
     def heavy_phase(self, steps: int) -> None:
@@ -325,22 +325,19 @@ class Trainer:
         return False
 
     def stop(self, timeout_s: float) -> str | None:
-        """Press Stop for this session; an error message, or None when the run ended cleanly."""
+        """Press Stop for this session; an error message, or None when the run says it stopped."""
         problem = None
         try:
-            self.client.predict(api_name="/train_stop")
+            status = str(self.client.predict(api_name="/train_stop"))
+            if 'data-state="stopped"' not in status:
+                problem = f"Stop answered {status[:120]!r}"
         except Exception as exc:  # noqa: BLE001
-            problem = f"stop failed: {exc}"
-        deadline = time.monotonic() + timeout_s
+            problem = f"stop failed: {str(exc)[:160]}"
+        deadline = time.monotonic() + min(timeout_s, 10.0)
         while not self.job.done() and time.monotonic() < deadline:
             time.sleep(0.2)
-        if not self.job.done():
+        if not self.job.done():  # the stream may stay open after a cancel; drop it
             self.job.cancel()
-            problem = problem or f"the long run did not stop within {timeout_s:.0f} s"
-        elif not self.job.cancelled() and self.job.exception() is not None:
-            exc = self.job.exception()
-            if "cancel" not in str(exc).lower():
-                problem = problem or f"{type(exc).__name__}: {str(exc)[:160]}"
         try:
             self.client.close()
         except Exception:  # noqa: BLE001
