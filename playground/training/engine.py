@@ -265,8 +265,8 @@ def _setup(
     return run, notes
 
 
-def train(
 @gpu(duration=TRAIN_S)  # a ZeroGPU Space attaches its GPU for the run
+def train(
     preset: Preset | str | None,
     workspace: Workspace,
     name: str,
