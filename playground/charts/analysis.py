@@ -174,16 +174,38 @@ def head_frame(heads: Any) -> pd.DataFrame:
     return pd.DataFrame(rec, columns=["layer", "head", "panel", "q", "k", "query", "key", "value", "entropy"])
 
 
-def head_grid_chart(frame: pd.DataFrame, n_heads: int, cell: int = 6) -> alt.Chart:
-    """Layer x head grid of attention maps; each panel's title carries its entropy (nats) at the explained row."""
+def head_panel_images(frame: pd.DataFrame, cell: int = 6) -> pd.DataFrame:
+    """One row per (layer, head) panel: its attention map as a grey PNG (white 0, black the
+    largest weight over all panels), upscaled `cell` pixels per query/key, as a data URL."""
+    from PIL import Image
+
     n_q, n_k = int(frame["q"].max()) + 1, int(frame["k"].max()) + 1
-    order = list(dict.fromkeys(frame.sort_values(["layer", "head"])["panel"]))
+    top = max(1e-6, float(frame["value"].max()))
+    rows = []
+    for (layer, head, panel), part in frame.groupby(["layer", "head", "panel"], sort=True):
+        grid = np.zeros((n_q, n_k), dtype=np.float32)  # [query, key]
+        grid[part["q"].to_numpy(), part["k"].to_numpy()] = part["value"].to_numpy()
+        pixels = (255 - np.clip(grid / top, 0, 1) * 255).round().astype(np.uint8)
+        picture = Image.fromarray(pixels, mode="L").resize((n_k * cell, n_q * cell), Image.NEAREST)
+        buf = io.BytesIO()
+        picture.save(buf, format="PNG")
+        rows.append({"layer": int(layer), "head": int(head), "panel": panel,
+                     "url": "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")})
+    return pd.DataFrame(rows, columns=["layer", "head", "panel", "url"])
+
+
+def head_grid_chart(frame: pd.DataFrame, n_heads: int, cell: int = 6) -> alt.Chart:
+    """Layer x head grid of attention maps; each panel's title carries its entropy (nats) at the explained row.
+
+    Each panel is one image, not one mark per cell: a few dozen images instead of thousands of
+    rectangles keep the chart quick to build, send and draw (the CSV export has every value)."""
+    n_q, n_k = int(frame["q"].max()) + 1, int(frame["k"].max()) + 1
     size = max(60, min(160, cell * max(n_q, n_k)))
-    return alt.Chart(_data(frame)).mark_rect().encode(
-        x=alt.X("k:O", axis=None), y=alt.Y("q:O", axis=None),
-        color=alt.Color("value:Q", scale=alt.Scale(scheme="greys", domain=[0, max(1e-6, float(frame["value"].max()))]),
-                        title="attention"),
-        tooltip=["panel:N", "query:N", "key:N", alt.Tooltip("value:Q", format=".3f")],
-    ).properties(width=size, height=size * n_q / max(n_q, n_k)).facet(
+    width, height = size, max(20, round(size * n_q / max(n_q, n_k)))
+    panels = head_panel_images(frame, cell=max(1, round(size / max(n_q, n_k))))
+    order = panels.sort_values(["layer", "head"])["panel"].tolist()
+    return alt.Chart(_data(panels)).mark_image(width=width, height=height).encode(
+        x=alt.value(width / 2), y=alt.value(height / 2), url="url:N", tooltip=["panel:N"],
+    ).properties(width=width, height=height).facet(
         facet=alt.Facet("panel:N", sort=order, title=None, header=alt.Header(labelFontSize=10)), columns=n_heads,
-    ).properties(title="Every layer and head (rows: layers); entropy of the explained row in nats")
+    ).properties(title="Every layer and head (rows: layers; dark = more attention); entropy of the explained row in nats")

@@ -202,10 +202,12 @@ def summary_markdown(result: Any) -> str:
 def run_analysis(workspace: Workspace, device: str, checkpoint: str | None, text: str | None, image: Any,
                  sample: Any, position: Any, target: Any, methods: list[str] | None, layer: Any, head: Any,
                  ig_steps: Any, ig_auto: bool, handoff: dict | None = None,
-                 progress: gr.Progress | None = None, max_ig_steps: int | None = None) -> tuple:
+                 progress: gr.Progress | None = None, max_ig_steps: int | None = None, caps: Any = None) -> tuple:
     """Run the per-input analysis; returns (summary, importance plot, agreement, grounding, heads plot, files).
 
-    `max_ig_steps` (a shared server's cap) bounds integrated gradients' steps, the auto-raise included."""
+    `max_ig_steps` (a shared server's cap) bounds integrated gradients' steps, the auto-raise included;
+    `caps` (default FULL_CAPS) bounds the text's length."""
+    from playground.limits import check_text
     from playground.analysis.attributions import MAX_STEPS
     from playground.analysis.per_input import AnalysisOptions, InputSpec, analyze_checkpoint
     from playground.bundle import cached_bundle
@@ -216,6 +218,7 @@ def run_analysis(workspace: Workspace, device: str, checkpoint: str | None, text
         raise PlaygroundError("Choose a checkpoint first.")
     if not methods:
         raise PlaygroundError("Tick at least one method.")
+    check_text(text or "", "max_prompt_chars", caps, "The text")
     bundle = cached_bundle(checkpoint, workspace, device)
     spec = InputSpec(text=text or None, image=image, sample=_int_or_none(sample), position=_int_or_none(position),
                      target=(target or None) if not isinstance(target, (int, float)) else int(target))
@@ -312,7 +315,8 @@ def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, abou
     def _run(space, checkpoint, text, image, sample, position, target, methods, layer, head, ig_steps, ig_auto, handoff,
              progress=gr.Progress()):
         return run_analysis(space, device, checkpoint, text, image, sample, position, target, methods, layer, head,
-                            ig_steps, ig_auto, handoff, progress, max_ig_steps=ctx.settings.caps.max_ig_steps)
+                            ig_steps, ig_auto, handoff, progress, max_ig_steps=ctx.settings.caps.max_ig_steps,
+                            caps=ctx.settings.caps)
 
     event = run_btn.click(
         ctx.per_user(_run), [ctx.user, checkpoint, text, image, sample, position, target, methods, layer, head, ig_steps, ig_auto, handoff],

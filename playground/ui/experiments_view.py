@@ -150,7 +150,7 @@ def run_experiment(workspace: Any, settings: Any, checkpoint: str | None, experi
 
     private = dataclasses.replace(bundle, model=private_copy(bundle.model))  # captum hooks stay on our copy
     folder = download_dir("playground-experiment-")
-    gen = iter_experiment(experiment, private, options, workspace)
+    gen = iter_experiment(experiment, private, options, workspace, caps=settings.caps)
     last_yield = 0.0
     result = None
     t0 = time.perf_counter()

@@ -29,11 +29,12 @@ NO_MODEL = "Choose a checkpoint (train one in the Train tab first)."
 
 @dataclass(frozen=True)
 class Env:
-    """What the handlers need from the app: workspace, device, demo cap on new tokens."""
+    """What the handlers need from the app: the user's space, device, this server's caps."""
 
     workspace: Any
     device: str
     max_new_tokens: int | None
+    caps: Any = None  # this server's DemoCaps (prompt length, seed, ...); None = FULL_CAPS
 
 
 def _bundle(env: Env, name: str | None):
@@ -223,7 +224,7 @@ def generate_text(env: Env, name, prompt, temperature, top_k, top_p, min_p, rep,
                   num_samples, stop, beam_width, length_penalty):
     """Stream generation: yields (html, stats, table, alignment plot, state, picker, table csv, alignment csv)."""
     from playground.errors import ConfigError
-    from playground.generation.api import GenerateRequest, stream
+    from playground.generation.api import GenerateRequest, check_request_sizes, stream
     from playground.generation.events import Done
     from playground.generation.render import token_table
 
@@ -237,6 +238,7 @@ def generate_text(env: Env, name, prompt, temperature, top_k, top_p, min_p, rep,
         num_samples=int(num_samples or 1) if kind == "lm" else 1, stop=_stops(stop),
         beam_width=int(beam_width or 1), length_penalty=float(length_penalty or 0.0),
     ).capped(env.max_new_tokens if env.max_new_tokens else HARD_MAX_NEW)
+    check_request_sizes(request, env.caps)
     head = prompt or ""
     partial: list[list] = [[] for _ in range(request.num_samples)]
     last = 0.0
@@ -384,10 +386,10 @@ def build(ctx: AppContext) -> None:
         """`fn(env, *args)` as `fn(space, *args)`: the user's space in the handlers' Env."""
         if inspect.isgeneratorfunction(fn):
             def run(space, *args):
-                yield from fn(Env(space, device, caps.max_new_tokens), *args)
+                yield from fn(Env(space, device, caps.max_new_tokens, caps), *args)
         else:
             def run(space, *args):
-                return fn(Env(space, device, caps.max_new_tokens), *args)
+                return fn(Env(space, device, caps.max_new_tokens, caps), *args)
         run.__name__ = fn.__name__
         return run
 

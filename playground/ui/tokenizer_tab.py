@@ -20,6 +20,7 @@ from playground.charts.tokenizer import comparison_chart, compression_chart, tok
 from playground.data.corpora import CORPORA, Corpus, corpus_from_files, corpus_from_text, load_corpus
 from playground.data.policy import check_upload
 from playground.errors import DataError
+from playground.limits import check_text
 from playground.settings import DemoCaps
 from playground.tokenization import store
 from playground.tokenization.bpe import (
@@ -190,13 +191,13 @@ def merges_filter_handler(workspace: Workspace, state: dict | None, query: str |
 
 
 @user_errors
-def encode_handler(workspace: Workspace, state: dict | None, text: str | None):
+def encode_handler(workspace: Workspace, state: dict | None, text: str | None, caps: DemoCaps | None = None):
     """Text -> coloured token spans (HTML), a stats line, and the ids table."""
     loaded = current_tokenizer(workspace, state)
     if not text:
         raise DataError("Type some text to encode.")
     info = TokenizerInfo.from_tokenizer(loaded.tokenizer)
-    enc = encode(loaded.tokenizer, text)
+    enc = encode(loaded.tokenizer, text, caps)
     words = len(text.split())
     stats = (f"**{enc.n_tokens}** tokens for {len(text):,} characters: **{enc.chars_per_token:.2f}** characters/token"
              + (f", {enc.n_tokens / words:.2f} tokens/word" if words else "")
@@ -255,10 +256,12 @@ def sweep_handler(workspace: Workspace, caps: DemoCaps, source: str, files: Any,
 
 
 @user_errors
-def compare_handler(workspace: Workspace, name_a: str | None, name_b: str | None, text: str | None):
+def compare_handler(workspace: Workspace, name_a: str | None, name_b: str | None, text: str | None,
+                    caps: DemoCaps | None = None):
     """Two saved tokenizers on the same text: summary, chart, words split differently, both span views."""
     if not name_a or not name_b:
         raise DataError("Pick two saved tokenizers to compare.")
+    check_text(text or "", "max_encode_chars", caps, "The text to compare")
     a, b = store.load(workspace, name_a), store.load(workspace, name_b)
     result = compare(a.tokenizer, b.tokenizer, text or "", (name_a, name_b))
     info_a, info_b = TokenizerInfo.from_tokenizer(a.tokenizer), TokenizerInfo.from_tokenizer(b.tokenizer)
@@ -424,7 +427,7 @@ def build(ctx: AppContext) -> None:
                    [save_status, state, ctx.workspace_version], api_name="tokenizer_save").success(
         U(show_handler), [ctx.user, state], show_outputs, api_name="tokenizer_show_saved", **private)
 
-    encode_io = (U(encode_handler), [ctx.user, state, enc_text], [enc_html, enc_stats, enc_ids])
+    encode_io = (U(functools.partial(encode_handler, caps=caps)), [ctx.user, state, enc_text], [enc_html, enc_stats, enc_ids])
     enc_btn.click(*encode_io, api_name="tokenizer_encode", **ctx.light())
     enc_text.submit(*encode_io, api_name="tokenizer_encode_submit", **private, **ctx.light())
     walk_io = (U(walk_handler), [ctx.user, state, walk_text], [walk_md, walk_df])
@@ -440,7 +443,7 @@ def build(ctx: AppContext) -> None:
         [sweep_status, sweep_plot, sweep_csv], api_name="tokenizer_sweep", **ctx.heavy())
     stop_btn.click(None, None, None, cancels=[build_event, sweep_event], api_name="tokenizer_stop", queue=False,
                    **private)
-    cmp_btn.click(U(compare_handler), [ctx.user, cmp_a, cmp_b, cmp_text],
+    cmp_btn.click(U(functools.partial(compare_handler, caps=caps)), [ctx.user, cmp_a, cmp_b, cmp_text],
                   [cmp_summary, cmp_plot, cmp_diff, cmp_html_a, cmp_html_b], api_name="tokenizer_compare")
 
     ctx.on_workspace_change(refresh_saved, [saved, cmp_a, cmp_b], [saved, cmp_a, cmp_b],
