@@ -91,6 +91,9 @@ def _max_file_size(settings) -> int | None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    # Before torch loads: idle OpenMP threads sleep instead of spinning, so trainings (each in its
+    # own process) and generations sharing a few cores do not burn them waiting on each other.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     args = parse_args(argv)
     from playground.errors import PlaygroundError
     from playground.settings import make_settings

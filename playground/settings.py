@@ -116,6 +116,9 @@ class Settings:
     # owns the machine), False in the app, where corpora and data come only from the embedded
     # list, uploads, or the user's own space.
     user_paths: bool = True
+    # Whether long jobs (training) run in a child process: the served app does, so a run has its
+    # own GIL and memory (given back when it ends) and cannot take the server down with it.
+    isolate_jobs: bool = False
 
     @property
     def resolved_device(self) -> str:
@@ -164,4 +167,5 @@ def make_settings(workspace: str | Path | None = None, device: str = "auto", dem
         caps=DEMO_CAPS if demo else FULL_CAPS,
         library=tuple(shelves),
         user_paths=not app,
+        isolate_jobs=app,
     )

@@ -25,7 +25,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -308,9 +308,10 @@ class LiveJobs:
     lane beyond `limit`, and a second live job under the same (user, name).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, on_release: Callable[[], Any] | None = None) -> None:
         self._lock = threading.Lock()
         self._live: dict[tuple[str, str], set[str]] = {}
+        self._on_release = on_release  # e.g. give freed memory back to the OS after a job
 
     @contextlib.contextmanager
     def claim(self, user: str, lane: str, name: str, limit: int, what: str = "job") -> Iterator[None]:
@@ -333,6 +334,8 @@ class LiveJobs:
                 mine.discard(token)
                 if not mine:
                     self._live.pop((user, lane), None)
+            if self._on_release is not None:
+                self._on_release()
 
     def count(self, lane: str | None = None) -> int:
         """How many jobs are live (in one lane, or all)."""

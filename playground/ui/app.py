@@ -11,7 +11,8 @@ from pathlib import Path
 import gradio as gr
 
 from playground.settings import Settings
-from playground.spaces import TOKEN_PATTERN, Spaces, new_browser_token
+from playground.memory import limit_arenas, release_free_memory
+from playground.spaces import TOKEN_PATTERN, LiveJobs, Spaces, new_browser_token
 from playground.ui import analyze_tab, deeplink_view, generate_tab, space_panel, tokenizer_tab, train_tab
 from playground.ui.context import AppContext
 
@@ -44,6 +45,7 @@ def prepare_server(settings: Settings) -> dict[str, int]:
     """Start-up housekeeping, run once before serving (launch.py does): recover entries of saves
     killed mid-replace, drop stale temp folders, and make the secret that encrypts browser tokens
     (so a student who reloads, even after a server restart, keeps their space)."""
+    limit_arenas(2)  # before gradio's worker threads exist: freed memory can go back to the OS
     counts = Spaces(settings.workspace, settings.library).clean_on_start()
     if read_secret(settings.workspace) is None:
         root = settings.workspace
@@ -81,7 +83,8 @@ def build_app(settings: Settings) -> gr.Blocks:
         workspace_version = gr.State(0)
         selection = gr.State({})
         with gr.Tabs() as tabs:
-            ctx = AppContext(settings, spaces, workspace_version, selection, tabs, user)
+            ctx = AppContext(settings, spaces, workspace_version, selection, tabs, user,
+                             jobs=LiveJobs(on_release=release_free_memory))
             tab_objects = []
             for tab_id, label, module in TABS:
                 with gr.Tab(label, id=tab_id, elem_id=f"tab-{tab_id}") as tab:
@@ -97,6 +100,7 @@ def build_app(settings: Settings) -> gr.Blocks:
         def end_session(request: gr.Request) -> None:
             if request is not None and request.session_hash:
                 spaces.end_session(request.session_hash)
+            release_free_memory()
 
         app.unload(end_session)
         deeplink_view.wire(app, ctx)  # ?tab=train&preset=...&set=key=value links open an exercise

@@ -21,7 +21,6 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from playground.scratch import download_dir
 from playground.charts.training import (
     bottleneck_chart,
     confusion_chart,
@@ -30,9 +29,11 @@ from playground.charts.training import (
     metric_chart,
     throughput_chart,
 )
+from playground.child import iter_in_child
 from playground.config import Preset, list_presets, load_preset, parse_preset
 from playground.data.policy import data_policy
 from playground.errors import ConfigError, PlaygroundError
+from playground.scratch import download_dir
 from playground.settings import Settings
 from playground.spaces import LiveJobs
 from playground.training.config import TrainConfig, preset_to_toml
@@ -309,6 +310,9 @@ def _csv(frame: pd.DataFrame, stem: str) -> str:
     return str(path)
 
 
+TRAIN_TARGET = "playground.training.engine:train"
+
+
 def _run_events(workspace: Workspace, settings: Settings, preset: Preset | None, name: str, resume: bool,
                 overrides: dict[str, Any] | None, version: int) -> Iterator[tuple[Any, ...]]:
     """Drive the engine and turn its events into this tab's outputs (throttled)."""
@@ -316,8 +320,10 @@ def _run_events(workspace: Workspace, settings: Settings, preset: Preset | None,
 
     live = LiveRun()
     caps = settings.caps
-    events = train(preset, workspace, name, overrides=overrides, device=settings.device, resume=resume,
-                   max_steps_cap=caps.max_train_steps, limits=caps, policy=data_policy(settings, workspace))
+    job = dict(preset=preset, workspace=workspace, name=name, overrides=overrides, device=settings.device,
+               resume=resume, max_steps_cap=caps.max_train_steps, limits=caps, policy=data_policy(settings, workspace))
+    # The served app trains in a child process (its own GIL and heap); tests and a laptop may not.
+    events = iter_in_child(TRAIN_TARGET, job, stop_kw="stop") if settings.isolate_jobs else train(**job)
     last_yield = 0.0
     family = preset.family if preset is not None else None
     try:

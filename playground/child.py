@@ -1,0 +1,156 @@
+"""Run a long job's event generator in a child process and relay its events.
+
+A training in a worker thread of the server shares the server's GIL and heap with everyone:
+next to two trainings a 60 ms generation took seconds, and the memory a run touched stayed
+with the server after it ended. In a child process the run has its own interpreter and heap,
+the operating system takes all of it back when the run ends, and an out-of-memory kill ends
+the run, not the server.
+
+    for event in iter_in_child("playground.training.engine:train", {...}, stop_kw="stop"):
+        ...                                   # the same events the generator yields in-process
+
+Closing the relaying generator (a UI's Stop) asks the child to stop through `stop_kw` (the
+job saves and returns), waits up to `grace_s`, then terminates it. The child is started with
+the "spawn" context (the server has threads, so never fork). Events and errors travel over a
+pipe between our own two processes; nothing is read back from disk or from a user.
+"""
+from __future__ import annotations
+
+import importlib
+import multiprocessing
+import os
+from collections.abc import Generator
+from multiprocessing.connection import Connection
+from typing import Any
+
+from playground.errors import PlaygroundError, TooBigError
+
+POLL_S = 0.1
+KILL_WAIT_S = 2.0
+JOB_NICENESS = 10  # heavy jobs yield the CPU to the server's interactive work
+
+
+def _resolve(target: str) -> Any:
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _child_main(conn: Connection, target: str, kwargs: dict[str, Any], stop: Any, stop_kw: str | None,
+                threads: int | None, niceness: int) -> None:
+    """Child body: run the generator, sending ("event", e) ... then ("done", return value)."""
+    try:
+        if niceness and hasattr(os, "nice"):
+            os.nice(niceness)
+        if threads:
+            import torch
+
+            torch.set_num_threads(threads)
+        if stop_kw:
+            kwargs = {**kwargs, stop_kw: stop.is_set}
+        gen = _resolve(target)(**kwargs)
+        while True:
+            try:
+                event = next(gen)
+            except StopIteration as done:
+                conn.send(("done", done.value))
+                return
+            conn.send(("event", event))
+    except PlaygroundError as exc:
+        conn.send(("user-error", (type(exc).__module__, type(exc).__qualname__, str(exc))))
+    except MemoryError:
+        conn.send(("user-error", ("playground.errors", "TooBigError",
+                                  "This job ran out of memory on this server; make it smaller (model, batch, data).")))
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises
+        conn.send(("error", f"{type(exc).__name__}: {exc}"))
+    finally:
+        conn.close()
+
+
+def _user_error(module: str, qualname: str, message: str) -> PlaygroundError:
+    """The PlaygroundError subclass the child raised (anything else becomes a PlaygroundError)."""
+    try:
+        cls = getattr(importlib.import_module(module), qualname)
+    except (ImportError, AttributeError):
+        cls = PlaygroundError
+    if not (isinstance(cls, type) and issubclass(cls, PlaygroundError)):
+        cls = PlaygroundError
+    return cls(message)
+
+
+def iter_in_child(target: str, kwargs: dict[str, Any], *, stop_kw: str | None = "stop", grace_s: float = 30.0,
+                  threads: int | None = None, niceness: int = JOB_NICENESS) -> Generator[Any, None, Any]:
+    """Yield the events of `target(**kwargs)` ("module:function", a generator function) run in a
+    child process, and return its return value; its PlaygroundErrors are raised here as they were.
+
+    The child runs at a lower CPU priority (`niceness`): a training uses every core it is given,
+    and the server's own threads (generation, analysis, the web server) must still answer at once.
+    """
+    ctx = multiprocessing.get_context("spawn")
+    receive, send = ctx.Pipe(duplex=False)
+    stop = ctx.Event()
+    proc = ctx.Process(target=_child_main, args=(send, target, kwargs, stop, stop_kw, threads, niceness), daemon=True,
+                       name=f"playground-job-{target.rsplit(':', 1)[-1]}")
+    proc.start()
+    send.close()
+    finished = False
+    try:
+        while True:
+            if not receive.poll(POLL_S):
+                if proc.is_alive():
+                    continue
+                if not receive.poll(0):
+                    raise _died(proc.exitcode)
+            try:
+                kind, payload = receive.recv()
+            except EOFError:
+                proc.join(KILL_WAIT_S)
+                raise _died(proc.exitcode) from None
+            if kind == "event":
+                yield payload
+            elif kind == "done":
+                finished = True
+                return payload
+            elif kind == "user-error":
+                finished = True
+                raise _user_error(*payload)
+            else:
+                finished = True
+                raise PlaygroundError(f"The job failed on the server ({payload.split(':', 1)[0]}); nothing of "
+                                      "yours was lost. Try again, or with smaller settings.")
+    finally:
+        if not finished:
+            stop.set()  # a graceful stop: the job saves and returns
+            _drain(receive, proc, grace_s)
+        _end(proc)
+        receive.close()
+
+
+def _drain(receive: Connection, proc: Any, grace_s: float) -> None:
+    """Read (and drop) what the stopping child still sends, until it exits or `grace_s` passes."""
+    import time
+
+    deadline = time.monotonic() + grace_s
+    while proc.is_alive() and time.monotonic() < deadline:
+        try:
+            if receive.poll(POLL_S):
+                receive.recv()
+        except (EOFError, OSError):
+            break
+
+
+def _end(proc: Any) -> None:
+    proc.join(KILL_WAIT_S)
+    if proc.is_alive():
+        proc.terminate()
+        proc.join(KILL_WAIT_S)
+    if proc.is_alive():
+        proc.kill()
+        proc.join(KILL_WAIT_S)
+
+
+def _died(exitcode: int | None) -> PlaygroundError:
+    if exitcode is not None and exitcode < 0 and -exitcode == 9:
+        return TooBigError("The job was killed by the operating system, most likely for running out of memory; "
+                           "make it smaller (model, batch, data).")
+    return PlaygroundError(f"The job's process ended unexpectedly (exit code {exitcode}); nothing of yours was "
+                           "lost. Try again.")

@@ -1,0 +1,47 @@
+"""Training in a child process (the served app's way): same events, errors as raised, Stop saves."""
+from __future__ import annotations
+
+import multiprocessing
+
+import pytest
+
+from playground.child import _died, iter_in_child
+from playground.errors import ConfigError, PlaygroundError, TooBigError
+from tests.training.conftest import tiny_preset
+
+TRAIN = "playground.training.engine:train"
+
+
+def test_a_run_in_a_child_streams_the_engines_events_and_saves(workspace, corpus_file):
+    preset = tiny_preset("gpt", corpus_file, max_steps=6, eval_interval=3)
+    events = list(iter_in_child(TRAIN, dict(preset=preset, workspace=workspace, name="kid", device="cpu")))
+    kinds = [e.kind for e in events]
+    assert kinds[0] == "start" and kinds[-1] == "done" and kinds.count("eval") == 2
+    assert [e.step for e in events if e.kind == "step"] == [1, 2, 3, 4, 5, 6]
+    assert workspace.get("models", "kid").meta["step"] == 6
+    assert not multiprocessing.active_children()
+
+
+def test_a_user_error_in_the_child_is_raised_here_with_its_class_and_message(workspace, corpus_file):
+    preset = tiny_preset("gpt", corpus_file, max_steps=2)
+    with pytest.raises(ConfigError, match="no_such_key"):
+        list(iter_in_child(TRAIN, dict(preset=preset, workspace=workspace, name="bad", device="cpu",
+                                       overrides=["train.no_such_key=1"])))
+    assert not multiprocessing.active_children()
+
+
+def test_closing_the_relay_stops_the_child_which_saves_its_step(workspace, corpus_file):
+    preset = tiny_preset("gpt", corpus_file, max_steps=100_000, eval_interval=100_000, log_interval=1)
+    gen = iter_in_child(TRAIN, dict(preset=preset, workspace=workspace, name="stopme", device="cpu"))
+    for event in gen:
+        if event.kind == "step" and event.step >= 5:
+            break
+    gen.close()  # what gradio does on Stop
+    meta = workspace.get("models", "stopme").meta
+    assert meta["run"]["status"] == "stopped" and meta["step"] >= 5
+    assert not multiprocessing.active_children()
+
+
+def test_a_killed_child_is_reported_as_too_big():
+    assert isinstance(_died(-9), TooBigError) and "memory" in str(_died(-9))
+    assert type(_died(1)) is PlaygroundError and "exit code 1" in str(_died(1))
