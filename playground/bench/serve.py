@@ -65,6 +65,7 @@ class Options:
     action_timeout_s: float = 180.0
     start_timeout_s: float = 120.0
     settle_s: float = 5.0
+    app_dir: str | None = None  # another checkout whose launch.py to serve (compare versions)
     trainer_steps: int = 100_000  # long: the trainers are stopped, not finished
 
 
@@ -179,8 +180,10 @@ class Server:
                 self.proc.wait(timeout=10)
 
 
-def start_server(root: Path, demo: bool, timeout_s: float) -> Server:
-    """Launch launch.py on a free loopback port over `root`/workspace; wait until it answers."""
+def start_server(root: Path, demo: bool, timeout_s: float, app_dir: Path | None = None) -> Server:
+    """Launch launch.py (this checkout's, or `app_dir`'s) on a free loopback port over
+    `root`/workspace; wait until it answers."""
+    app_dir = Path(app_dir or REPO_ROOT)
     port = free_port()
     workspace, gradio_tmp, tmp = root / "workspace", root / "gradio-tmp", root / "tmp"
     for folder in (gradio_tmp, tmp):
@@ -188,10 +191,10 @@ def start_server(root: Path, demo: bool, timeout_s: float) -> Server:
     env = {k: v for k, v in os.environ.items() if k != "SPACE_ID"}
     env.update(GRADIO_TEMP_DIR=str(gradio_tmp), TMPDIR=str(tmp), GRADIO_ANALYTICS_ENABLED="False",
                HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
-    cmd = [sys.executable, str(REPO_ROOT / "launch.py"), "--host", "127.0.0.1", "--port", str(port),
+    cmd = [sys.executable, str(app_dir / "launch.py"), "--host", "127.0.0.1", "--port", str(port),
            "--workspace", str(workspace), "--device", "cpu"] + (["--demo"] if demo else [])
     log = open(root / "server.log", "wb")  # noqa: SIM115 - lives as long as the server
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(REPO_ROOT))
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(app_dir))
     server = Server(proc, f"http://127.0.0.1:{port}/", root, workspace, gradio_tmp, tmp)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -402,7 +405,7 @@ def run_bench(opts: Options) -> dict[str, Any]:
     """Start the server, run the passes, stop it; the figures as a dict."""
     root = Path(tempfile.mkdtemp(prefix="playground-bench-serve-"))
     try:
-        server = start_server(root, opts.demo, opts.start_timeout_s)
+        server = start_server(root, opts.demo, opts.start_timeout_s, Path(opts.app_dir) if opts.app_dir else None)
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise
@@ -485,6 +488,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-single", action="store_true", help="skip the one-user pass")
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds one call may take (default 180)")
     parser.add_argument("--settle", type=float, default=5.0, help="seconds to wait before the last RSS (default 5)")
+    parser.add_argument("--app", default=None, metavar="DIR",
+                        help="serve another checkout's launch.py (e.g. a git worktree of an older commit) to compare")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.set_defaults(func=run)
 
@@ -492,7 +497,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     opts = Options(users=max(1, args.users), trainers=max(0, args.trainers), steps=max(1, args.steps),
                    new_tokens=max(1, args.new_tokens), demo=args.demo, single=not args.no_single,
-                   action_timeout_s=args.timeout, settle_s=max(0.0, args.settle))
+                   action_timeout_s=args.timeout, settle_s=max(0.0, args.settle),
+                   app_dir=args.app)
     try:
         result = run_bench(opts)
     except RuntimeError as exc:  # the app would not start
