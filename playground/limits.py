@@ -428,3 +428,26 @@ __all__ = [
     "check_data_config", "check_experiment_options", "is_out_of_memory", "too_big_on_oom", "describe_caps",
     "sequence_length",
 ]
+
+
+# -- what a form shows next to a capped field ----------------------------------------------------
+
+FIELD_CAPS = {  # a preset key -> the cap that bounds it directly
+    "train.max_steps": "max_train_steps",
+    "train.batch_size": "max_batch_size",
+    "model.block_size": "max_seq_len",
+    "data.n": "max_examples",
+}
+MODEL_SIZE_KEYS = ("model.n_layer", "model.n_encoder_layers", "model.n_decoder_layers", "model.n_head",
+                   "model.d_model", "model.hidden")
+
+
+def cap_hint(caps: DemoCaps | None, key: str) -> str | None:
+    """A short note for the field `key` of the Train form, e.g. "≤ 1,000 on this server"."""
+    if caps is None:
+        return None
+    if key in FIELD_CAPS:
+        return f"≤ {int(cap(caps, FIELD_CAPS[key])):,} on this server"
+    if key in MODEL_SIZE_KEYS and caps.max_params:
+        return f"model ≤ {caps.max_params / 1e6:g}M parameters here"
+    return None

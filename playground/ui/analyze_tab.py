@@ -23,7 +23,7 @@ import gradio as gr
 
 from playground.scratch import download_dir
 from playground.ui.components import ReadableImage
-from playground.ui.context import AppContext, choices_update, model_choices, user_errors
+from playground.ui.context import AppContext, choices_update, model_choices, text_hint, user_errors
 from playground.workspace import Workspace
 
 EXPERIMENTS_MODULE = "playground.ui.experiments_view"
@@ -273,7 +273,7 @@ def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, abou
     handoff = gr.State(None)
     with gr.Row():
         with gr.Column(scale=3):
-            text = gr.Textbox(label="Text prompt", lines=3, elem_id="analyze-text")
+            text = gr.Textbox(label="Text prompt", lines=3, elem_id="analyze-text", info=text_hint(ctx, "max_prompt_chars"))
             image = ReadableImage(label="Image", type="numpy", visible=False, elem_id="analyze-image", height=220)
             sample = gr.Dropdown(label="…or a sample from the checkpoint's validation data", choices=[], value=None,
                                  visible=False, elem_id="analyze-sample")

@@ -112,6 +112,13 @@ class AppContext:
 
         return show_queued
 
+    def reset_on_failure(self, event: Any, status: Any, text: str) -> None:
+        """After `event` fails (its message shows as a toast), replace its queued notice by `text`."""
+        def failed() -> str:
+            return text
+
+        event.failure(failed, None, [status], queue=False, show_progress="hidden")
+
     def queued_notice(self, what: str) -> str:
         """The status line a heavy action shows until a slot frees up (replaced when it starts)."""
         limit = self.heavy_limit
@@ -170,3 +177,9 @@ def choices_update(names: list[str], current: str | None = None) -> dict[str, An
 def model_choices(workspace: Any, current: str | None) -> dict[str, Any]:
     """A checkpoint dropdown's update: every model the user can see (own, shared, library)."""
     return choices_update(workspace.names("models"), current)
+
+
+def text_hint(ctx: AppContext, field: str) -> str | None:
+    """'Up to N characters on this server' under a text box a demo server caps (None elsewhere)."""
+    value = getattr(ctx.settings.caps, field, None) if ctx.settings.demo else None
+    return f"up to {value:,} characters on this server" if value else None

@@ -223,6 +223,11 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None) -> None:
     the view makes its own (refreshed as ``/refresh_experiments_models``).
     """
     st = ctx.settings
+
+    def hint(field: str) -> str | None:
+        """'≤ N on this server' next to a field a demo server caps."""
+        value = getattr(st.caps, field, None) if st.demo else None
+        return f"≤ {value:,} on this server" if value else None
     gr.Markdown(
         "Replicate the 2019 debate on your own checkpoint over held-out examples: **Jain & Wallace** (agreement, "
         "permutation, adversarial attention), **Wiegreffe & Pinter** (uniform baseline, seed variance, diagnostic) "
@@ -244,9 +249,9 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None) -> None:
         with gr.Row():
             epsilon = gr.Radio(["default", "0.01", "0.05"], value="default", label="ε (adversarial TVD bound)",
                                info="default: 0.01 for classifiers, 0.05 for next-token / seq2seq")
-            n_perm = gr.Number(value=100, precision=0, label="Permutations per example")
-            steps = gr.Number(value=500, precision=0, label="Adversarial Adam steps")
-            k = gr.Number(value=5, precision=0, label="Adversaries per example (k)")
+            n_perm = gr.Number(value=100, precision=0, label="Permutations per example", info=hint("max_permutations"))
+            steps = gr.Number(value=500, precision=0, label="Adversarial Adam steps", info=hint("max_adversarial_steps"))
+            k = gr.Number(value=5, precision=0, label="Adversaries per example (k)", info=hint("max_adversaries"))
         with gr.Row():
             views = gr.CheckboxGroup(["attention", "attention_mean", "rollout", "norm", "relevancy", "flow"],
                                      value=["attention", "attention_mean", "rollout", "norm"], label="Attention views (agreement)")
@@ -257,8 +262,9 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None) -> None:
             level = gr.Radio(["attention", "input"], value="attention", label="Erasure level",
                              info="attention: zero the weights and renormalise (S&S); input: replace by the baseline")
         with gr.Row():
-            seeds = gr.Textbox(value="1,2", label="Extra training seeds (seed variance)")
-            retrain_steps = gr.Number(value=None, precision=0, label="Retrain steps (empty = the preset's)")
+            seeds = gr.Textbox(value="1,2", label="Extra training seeds (seed variance)", info=hint("max_extra_seeds"))
+            retrain_steps = gr.Number(value=None, precision=0, label="Retrain steps (empty = the preset's)",
+                                      info=hint("max_train_steps"))
     with gr.Row():
         run_btn = gr.Button("Run", variant="primary", elem_id="exp-run")
         stop_btn = gr.Button("Stop", variant="stop", elem_id="exp-stop")
@@ -300,6 +306,8 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None) -> None:
     retrain_event = retrain_btn.click(ctx.notice("Retrain"), None, [status], queue=False, show_progress="hidden").then(
         ctx.per_user(_retrain), [ctx.user, checkpoint, retrain_steps, ctx.workspace_version],
                                       [status, ctx.workspace_version], api_name="experiments_retrain_uniform", **ctx.heavy())
+    ctx.reset_on_failure(run_event, status, "Not run: see the message above.")
+    ctx.reset_on_failure(retrain_event, status, "Not retrained: see the message above.")
     stop_btn.click(lambda: "Stopped: the numbers above cover the finished examples.", None, [status],
                    cancels=[run_event, retrain_event], api_name="experiments_stop", queue=False)
     example_btn.click(user_errors(show_example), [result_path, example], [example_chart], api_name="experiments_example")

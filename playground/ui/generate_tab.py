@@ -17,7 +17,7 @@ import pandas as pd
 
 from playground.scratch import download_dir
 from playground.ui.components import ReadableImage
-from playground.ui.context import AppContext, choices_update, user_errors
+from playground.ui.context import AppContext, choices_update, text_hint, user_errors
 
 MAX_SAMPLES = 8
 DEFAULT_MAX_NEW = 200
@@ -404,7 +404,7 @@ def build(ctx: AppContext) -> None:
     info = gr.Markdown(NO_MODEL, elem_id="generate-info")
     with gr.Row():
         with gr.Column(scale=2):
-            prompt = gr.Textbox(label="Prompt", lines=3, elem_id="generate-prompt")
+            prompt = gr.Textbox(label="Prompt", lines=3, elem_id="generate-prompt", info=text_hint(ctx, "max_prompt_chars"))
             with gr.Column(visible=False) as image_col:
                 image = ReadableImage(label="Image", type="filepath", image_mode="RGB", elem_id="generate-image", height=220)
                 invert = gr.Checkbox(label="Invert (dark ink on light paper)", value=False)

@@ -29,7 +29,7 @@ from playground.tokenization.bpe import (
 from playground.tokenization.stats import compare, encode, ids_table, iter_vocab_sweep, tokens_html
 from playground.tokenization.vocab import TokenizerInfo, merges_table, readable, token_length_table, vocabulary_table
 from playground.tokenization.walk import walk, walk_table
-from playground.ui.context import AppContext, choices_update, user_errors
+from playground.ui.context import AppContext, choices_update, text_hint, user_errors
 from playground.workspace import Workspace
 
 SOURCE_CHOICES = [
@@ -357,14 +357,16 @@ def build(ctx: AppContext) -> None:
 
             with gr.Tabs():
                 with gr.Tab("Encode", id="tok-encode"):
-                    enc_text = gr.Textbox(SAMPLE_TEXT, lines=4, label="Text", elem_id="tok-encode-text")
+                    enc_text = gr.Textbox(SAMPLE_TEXT, lines=4, label="Text", elem_id="tok-encode-text",
+                                          info=text_hint(ctx, "max_encode_chars"))
                     enc_btn = gr.Button("Encode", elem_id="tok-encode-btn")
                     enc_html = gr.HTML(elem_id="tok-encode-html")
                     enc_stats = gr.Markdown()
                     enc_ids = gr.Dataframe(pd.DataFrame(columns=["position", "id", "token", "text"]), label="Tokens and ids",
                                            interactive=False, max_height=320)
                 with gr.Tab("Merge walk", id="tok-walk"):
-                    walk_text = gr.Textbox(" tokenization", label="A word or a line", elem_id="tok-walk-text")
+                    walk_text = gr.Textbox(" tokenization", label="A word or a line", elem_id="tok-walk-text",
+                                           info=text_hint(ctx, "max_walk_chars"))
                     walk_btn = gr.Button("Walk through the merges", elem_id="tok-walk-btn")
                     walk_md = gr.Markdown()
                     walk_df = gr.Dataframe(pd.DataFrame(columns=["word", "text", "step", "rank", "merge", "symbols"]),
@@ -441,6 +443,8 @@ def build(ctx: AppContext) -> None:
         U(sweep_handler, caps),
         [ctx.user, source, files, paste, kind, min_frequency, normalizer, pre_tokenizer, specials, fallback, largest, state],
         [sweep_status, sweep_plot, sweep_csv], api_name="tokenizer_sweep", **ctx.heavy())
+    ctx.reset_on_failure(build_event, status, "Not built: see the message above.")
+    ctx.reset_on_failure(sweep_event, sweep_status, "Not run: see the message above.")
     stop_btn.click(None, None, None, cancels=[build_event, sweep_event], api_name="tokenizer_stop", queue=False,
                    **private)
     cmp_btn.click(U(functools.partial(compare_handler, caps=caps)), [ctx.user, cmp_a, cmp_b, cmp_text],

@@ -33,6 +33,7 @@ from playground.child import iter_in_child
 from playground.config import Preset, list_presets, load_preset, parse_preset
 from playground.data.policy import data_policy
 from playground.errors import ConfigError, PlaygroundError
+from playground.limits import cap_hint
 from playground.scratch import download_dir
 from playground.settings import Settings
 from playground.spaces import LiveJobs
@@ -453,8 +454,9 @@ def compare_runs(workspace: Workspace, names: list[str] | None, metric: str) -> 
 
 # -- layout --------------------------------------------------------------------------------------
 
-def _widget(f: FormField, initial: dict[str, Any]) -> Any:
-    common = dict(label=f.label, info=f.info, elem_id=f"train-{f.key.replace('.', '-').replace('_', '-')}",
+def _widget(f: FormField, initial: dict[str, Any], hint: str | None = None) -> Any:
+    info = " · ".join(x for x in (f.info, hint) if x) or None
+    common = dict(label=f.label, info=info, elem_id=f"train-{f.key.replace('.', '-').replace('_', '-')}",
                   interactive=True, min_width=140, value=initial.get("value"), visible=initial.get("visible", True))
     if f.kind == "int":
         return gr.Number(precision=0, **common)
@@ -470,6 +472,7 @@ def _widget(f: FormField, initial: dict[str, Any]) -> Any:
 def build(ctx: AppContext) -> None:
     """Lay out the Train tab."""
     settings, U = ctx.settings, ctx.per_user
+    demo_caps = settings.caps if settings.demo else None  # demo caps are shown next to their fields
     bind = functools.partial
     run_state = gr.State({})
     presets = list_presets()
@@ -490,7 +493,8 @@ def build(ctx: AppContext) -> None:
                 widgets = []
                 for i in range(0, len(FORM_FIELDS), 3):
                     with gr.Row():
-                        widgets.extend(_widget(f, initial[3 + j]) for j, f in enumerate(FORM_FIELDS[i:i + 3], i))
+                        widgets.extend(_widget(f, initial[3 + j], cap_hint(demo_caps, f.key))
+                                       for j, f in enumerate(FORM_FIELDS[i:i + 3], i))
             upload = gr.File(label="Your data (.txt corpus, .tsv pairs, .zip of class folders)",
                              file_types=[".txt", ".tsv", ".zip"], elem_id="train-upload")
             with gr.Accordion("Full preset (TOML)", open=False):
@@ -557,6 +561,9 @@ def build(ctx: AppContext) -> None:
     resume_event = resume_btn.click(ctx.notice("Resume"), None, [status], queue=False, show_progress="hidden").then(
         U(bind(resume_training, jobs=ctx.jobs), settings), [ctx.user, toml, name, ctx.workspace_version], outputs,
         api_name="train_resume", show_progress="minimal", show_progress_on=[status], **ctx.heavy())
+    not_started = progress_html(0, 1, "not started: see the message above", None, "error")
+    ctx.reset_on_failure(start_event, status, not_started)
+    ctx.reset_on_failure(resume_event, status, not_started)
     stop_btn.click(U(stop_status), [ctx.user, run_state], [status], cancels=[start_event, resume_event],
                    api_name="train_stop", queue=False)
     compare_btn.click(U(compare_runs), [ctx.user, compare_pick, compare_metric],
