@@ -24,7 +24,8 @@ class DemoCaps:
     max_analysis_examples: int | None = None
     max_ig_steps: int | None = None  # integrated-gradients steps, the auto-raise included
     heavy_slots: int = 2  # training, tokenizer builds, experiments running at once (whole server)
-    light_slots: int = 4  # generate, encode, per-input analysis running at once (whole server)
+    light_slots: int = 4  # generate, classify, encode running at once (whole server)
+    analysis_slots: int = 1  # per-input analyses running at once: their own lane, so a generate never waits for one
     max_trainings_per_user: int = 1  # live trainings one user may have at once (app only)
     max_experiments_per_user: int = 1  # live experiments one user may have at once (app only)
     # Sizes a user can type, checked before anything is allocated (playground.limits).
@@ -98,6 +99,7 @@ DEMO_CAPS = DemoCaps(
     max_bpe_work=2e10,
     heavy_slots=1,
     light_slots=3,
+    analysis_slots=1,
 )
 
 

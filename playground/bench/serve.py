@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import re
 import secrets
 import shutil
@@ -84,6 +85,8 @@ class Pass:
     server_tmp_files: int = 0
     workspace_tmp_entries: int = 0
     wall_s: float = 0.0
+    server_cpu_s: float | None = None  # CPU time the server process used during the pass
+    clients_cpu_s: float | None = None  # CPU time this harness (the simulated users) used: same cores
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def record(self, action: str, seconds: float | None, error: str | None = None) -> None:
@@ -114,7 +117,14 @@ class Pass:
                 "rss_start_mb": self.rss_start_mb, "rss_end_mb": self.rss_end_mb,
                 "rss_after_users_left_mb": self.rss_settled_mb, "rss_growth_mb": growth,
                 "gradio_temp_files": self.gradio_temp_files, "server_tmp_files": self.server_tmp_files,
-                "workspace_tmp_entries": self.workspace_tmp_entries, "wall_s": round(self.wall_s, 1)}
+                "workspace_tmp_entries": self.workspace_tmp_entries, "wall_s": round(self.wall_s, 1),
+                "server_cpu_s": self.server_cpu_s, "clients_cpu_s": self.clients_cpu_s}
+
+
+def _own_cpu_s() -> float:
+    """CPU seconds this process (the harness and its client threads) has used."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _pct(values: list[float], q: int) -> float | None:
@@ -154,6 +164,14 @@ class Server:
         except OSError:
             return None
         return None
+
+    def cpu_s(self) -> float | None:
+        """User + system CPU seconds the server process has used so far (None once it is gone)."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def temp_counts(self) -> tuple[int, int, int]:
         """(files under GRADIO_TEMP_DIR, files under the server's TMPDIR, hidden .tmp-* in the workspace)."""
@@ -377,6 +395,7 @@ def run_pass(server: Server, n_users: int, prefix: str, opts: Options) -> Pass:
     """One pass: K trainers take the heavy slots; N users run phase A; trainers stop; phase B."""
     bench = Pass(users=n_users)
     bench.rss_start_mb = server.rss_mb()
+    cpu0, mine0 = server.cpu_s(), _own_cpu_s()
     t0 = time.perf_counter()
     with ThreadPoolExecutor(max_workers=max(1, n_users)) as pool:
         users = list(pool.map(lambda i: User(server.url, f"{prefix}{i:02d}-{secrets.token_hex(3)}", bench,
@@ -394,6 +413,9 @@ def run_pass(server: Server, n_users: int, prefix: str, opts: Options) -> Pass:
         for user in users:
             user.close()
     bench.wall_s = time.perf_counter() - t0
+    cpu1 = server.cpu_s()
+    bench.server_cpu_s = round(cpu1 - cpu0, 1) if cpu0 is not None and cpu1 is not None else None
+    bench.clients_cpu_s = round(_own_cpu_s() - mine0, 1)
     bench.rss_end_mb = server.rss_mb()
     time.sleep(opts.settle_s)
     bench.rss_settled_mb = server.rss_mb()
@@ -458,6 +480,10 @@ def format_table(result: dict[str, Any]) -> str:
         ("files in server TMPDIR", [str(p["server_tmp_files"]) for p in passes], ""),
         ("workspace .tmp-* left", [str(p["workspace_tmp_entries"]) for p in passes], "0"),
         ("wall time", [f"{p['wall_s']:.0f} s" for p in passes], ""),
+        ("server CPU time (trainings' child processes not counted)",
+         [f"{p['server_cpu_s']:.0f} s" if p.get("server_cpu_s") is not None else "-" for p in passes], ""),
+        ("harness CPU time (the simulated users, same cores)",
+         [f"{p['clients_cpu_s']:.0f} s" if p.get("clients_cpu_s") is not None else "-" for p in passes], ""),
     ]
     width = max(len(r[0]) for r in rows) + 2
     colw = max([len(h) for h in heads] + [len(c) for r in rows for c in r[1]]) + 2

@@ -320,7 +320,7 @@ def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, abou
 
     event = run_btn.click(
         ctx.per_user(_run), [ctx.user, checkpoint, text, image, sample, position, target, methods, layer, head, ig_steps, ig_auto, handoff],
-        [summary, importance, agreement, grounding, heads, files], api_name="analyze", **ctx.light())
+        [summary, importance, agreement, grounding, heads, files], api_name="analyze", **ctx.analysis())
     stop_btn.click(None, None, None, cancels=[event], api_name=False)
     ctx.selection.change(from_selection, [ctx.selection], [checkpoint, text, position, target, handoff],
                          api_name="analyze_from_selection", queue=False, show_progress="hidden")

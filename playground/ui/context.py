@@ -16,7 +16,8 @@ from playground.settings import Settings
 from playground.spaces import LiveJobs, Spaces, UserSpace, user_key
 
 HEAVY = "heavy"  # lane of training, tokenizer builds and experiments
-LIGHT = "light"  # lane of generation, encoding and per-input analysis
+LIGHT = "light"  # lane of generation, classification and encoding
+ANALYSIS = "analysis"  # lane of per-input analysis (seconds each: kept out of the light lane)
 log = logging.getLogger("playground.ui")
 
 
@@ -100,8 +101,12 @@ class AppContext:
         return {"concurrency_id": HEAVY, "concurrency_limit": self.heavy_limit}
 
     def light(self) -> dict[str, Any]:
-        """Keyword arguments for a light listener (generate, encode, per-input analysis)."""
+        """Keyword arguments for a light listener (generate, classify, encode)."""
         return {"concurrency_id": LIGHT, "concurrency_limit": self.settings.caps.light_slots}
+
+    def analysis(self) -> dict[str, Any]:
+        """Keyword arguments for per-input analysis: a lane of its own, beside the light one."""
+        return {"concurrency_id": ANALYSIS, "concurrency_limit": self.settings.caps.analysis_slots}
 
     def notice(self, what: str) -> Callable[[], str]:
         """A no-input listener that writes `queued_notice(what)` into a status (run with queue=False)."""

@@ -22,7 +22,7 @@ from playground.ui.context import AppContext, choices_update, text_hint, user_er
 MAX_SAMPLES = 8
 DEFAULT_MAX_NEW = 200
 HARD_MAX_NEW = 2000
-STREAM_EVERY_S = 0.08
+STREAM_EVERY_S = 0.25
 DIST_TOP = 25
 NO_MODEL = "Choose a checkpoint (train one in the Train tab first)."
 
