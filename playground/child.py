@@ -19,7 +19,7 @@ from __future__ import annotations
 import importlib
 import multiprocessing
 import os
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -77,13 +77,20 @@ def _user_error(module: str, qualname: str, message: str) -> PlaygroundError:
     return cls(message)
 
 
+class JobCancelled(PlaygroundError):
+    """`should_stop` said stop before the job finished (its child was ended)."""
+
+
 def iter_in_child(target: str, kwargs: dict[str, Any], *, stop_kw: str | None = "stop", grace_s: float = 30.0,
-                  threads: int | None = None, niceness: int = JOB_NICENESS) -> Generator[Any, None, Any]:
+                  threads: int | None = None, niceness: int = JOB_NICENESS,
+                  should_stop: Callable[[], bool] | None = None) -> Generator[Any, None, Any]:
     """Yield the events of `target(**kwargs)` ("module:function", a generator function) run in a
     child process, and return its return value; its PlaygroundErrors are raised here as they were.
 
     The child runs at a lower CPU priority (`niceness`): a training uses every core it is given,
     and the server's own threads (generation, analysis, the web server) must still answer at once.
+    A job without a graceful stop (`stop_kw=None`) is terminated at once when closed; a true
+    `should_stop()` (checked every POLL_S, also between events) ends it and raises JobCancelled.
     """
     ctx = multiprocessing.get_context("spawn")
     receive, send = ctx.Pipe(duplex=False)
@@ -95,6 +102,8 @@ def iter_in_child(target: str, kwargs: dict[str, Any], *, stop_kw: str | None = 
     finished = False
     try:
         while True:
+            if should_stop is not None and should_stop():
+                raise JobCancelled("Stopped before it finished; nothing was kept.")
             if not receive.poll(POLL_S):
                 if proc.is_alive():
                     continue
@@ -118,10 +127,10 @@ def iter_in_child(target: str, kwargs: dict[str, Any], *, stop_kw: str | None = 
                 raise PlaygroundError(f"The job failed on the server ({payload.split(':', 1)[0]}); nothing of "
                                       "yours was lost. Try again, or with smaller settings.")
     finally:
-        if not finished:
+        if not finished and stop_kw:
             stop.set()  # a graceful stop: the job saves and returns
             _drain(receive, proc, grace_s)
-        _end(proc)
+        _end(proc, wait_s=KILL_WAIT_S if finished or stop_kw else 0.0)
         receive.close()
 
 
@@ -138,8 +147,9 @@ def _drain(receive: Connection, proc: Any, grace_s: float) -> None:
             break
 
 
-def _end(proc: Any) -> None:
-    proc.join(KILL_WAIT_S)
+def _end(proc: Any, wait_s: float = KILL_WAIT_S) -> None:
+    """Reap the child: wait `wait_s` for it to exit, then SIGTERM, then SIGKILL."""
+    proc.join(wait_s)
     if proc.is_alive():
         proc.terminate()
         proc.join(KILL_WAIT_S)

@@ -45,3 +45,23 @@ def test_closing_the_relay_stops_the_child_which_saves_its_step(workspace, corpu
 def test_a_killed_child_is_reported_as_too_big():
     assert isinstance(_died(-9), TooBigError) and "memory" in str(_died(-9))
     assert type(_died(1)) is PlaygroundError and "exit code 1" in str(_died(1))
+
+
+def test_should_stop_ends_a_job_without_a_graceful_stop_at_once(workspace, corpus_file):
+    import threading
+    import time
+
+    from playground.child import JobCancelled
+
+    preset = tiny_preset("gpt", corpus_file, max_steps=100_000, eval_interval=100_000)
+    cancel = threading.Event()
+    gen = iter_in_child(TRAIN, dict(preset=preset, workspace=workspace, name="cut", device="cpu"),
+                        stop_kw=None, should_stop=cancel.is_set)
+    next(gen)  # the run has started
+    cancel.set()
+    started = time.perf_counter()
+    with pytest.raises(JobCancelled):
+        for _ in gen:
+            pass
+    assert time.perf_counter() - started < 5.0
+    assert not multiprocessing.active_children()

@@ -64,15 +64,22 @@ def _wait_running(job, timeout: float = 60.0) -> None:
     raise AssertionError("the long training did not start")
 
 
+def hold_heavy_slots(url: str, n: int = 2) -> list:
+    """`n` other users' long trainings, each streaming (so each holds a heavy slot); cancel them after."""
+    from gradio_client import Client
+
+    jobs = [Client(url, verbose=False).submit("nanogpt-cpu-tiny", LONG_TOML, f"hold-{i}", True, 0,
+                                               api_name="/train_start") for i in range(n)]
+    for job in jobs:
+        _wait_running(job)
+    return jobs
+
+
 def test_generation_runs_while_every_heavy_slot_trains(lanes_server):
     from gradio_client import Client
 
-    trainers = [Client(lanes_server.url, verbose=False) for _ in range(2)]
-    jobs = [c.submit("nanogpt-cpu-tiny", LONG_TOML, f"hold-{i}", True, 0, api_name="/train_start")
-            for i, c in enumerate(trainers)]
+    jobs = hold_heavy_slots(lanes_server.url)
     try:
-        for job in jobs:
-            _wait_running(job)
         student = Client(lanes_server.url, verbose=False)
         student.predict(None, api_name="/refresh_generate_models")  # the dropdown's choices, per session
         out = student.predict("lane-gpt", "the", 0.0, 0, 1.0, 0.0, 1.0, 0.0, 0.0, 30, 1, 1, "", 1, 0.0,
