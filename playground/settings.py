@@ -28,6 +28,7 @@ class DemoCaps:
     analysis_slots: int = 1  # per-input analyses running at once: their own lane, so a generate never waits for one
     max_trainings_per_user: int = 1  # live trainings one user may have at once (app only)
     max_experiments_per_user: int = 1  # live experiments one user may have at once (app only)
+    max_entries_per_user: int | None = None  # models (and, apart, tokenizers) one user's space may hold (app only)
     # Sizes a user can type, checked before anything is allocated (playground.limits).
     max_params: int | None = None  # model parameters (tied weights counted once)
     max_train_memory_gb: float | None = None  # estimated training memory: weights, grads, optimizer, activations
@@ -100,6 +101,7 @@ DEMO_CAPS = DemoCaps(
     heavy_slots=1,
     light_slots=3,
     analysis_slots=1,
+    max_entries_per_user=20,
 )
 
 

@@ -35,6 +35,8 @@ from playground.scratch import SCRATCH_PREFIX, scratch_base
 from playground.workspace import KINDS, Entry, Workspace, validate_name
 
 SHARED_BY_FILE = "shared-by"
+IDLE_API_SPACE_S = 7 * 86400  # an API session's space, untouched this long, is removed
+IDLE_BROWSER_SPACE_S = 30 * 86400  # an anonymous browser's space, untouched this long, is removed
 TOKEN_PATTERN = re.compile(r"^[A-Za-z0-9_-]{16,128}$")
 
 
@@ -78,8 +80,9 @@ class UserSpace:
     names_only = True  # checkpoints are looked up by name, never by a path the user typed
 
     def __init__(self, own: Workspace, shared: Workspace, shelves: Sequence[Workspace], key: str,
-                 cache_dir: Path, scratch_root: Path | None = None) -> None:
+                 cache_dir: Path, scratch_root: Path | None = None, max_entries: int | None = None) -> None:
         self.own = own
+        self.max_entries = max_entries  # per kind; a public server keeps a user's disk use bounded
         self.shared = shared
         self.shelves = tuple(shelves)
         self.key = key
@@ -143,10 +146,14 @@ class UserSpace:
             yield tmp
 
     def check_writable(self, kind: str, name: str) -> None:
-        """Raise ReadOnlyError when `name` is a visible entry the user does not own."""
+        """Raise ReadOnlyError when `name` is a visible entry the user does not own, or when a new
+        entry would take the user's space past `max_entries` of that kind."""
         name = validate_name(name)
         if self.own.exists(kind, name):
             return
+        if self.max_entries is not None and len(self.own.names(kind)) >= self.max_entries:
+            raise PlaygroundError(f"Your space already holds {self.max_entries} {kind}, the most this server keeps "
+                                  "per user; delete one in the My space tab (or overwrite one of yours).")
         origin = self.origin(kind, name)
         if origin == "library":
             raise ReadOnlyError(f"{name!r} is a read-only {kind[:-1]} of the library (shipped or the instructor's); "
@@ -229,8 +236,12 @@ def shared_owner(shared: Workspace, kind: str, name: str) -> str | None:
 class Spaces:
     """The app's root of user spaces: hands each request its `UserSpace`."""
 
-    def __init__(self, root: str | Path, library: Sequence[str | Path] = (), scratch_dir_base: Path | None = None) -> None:
+    def __init__(self, root: str | Path, library: Sequence[str | Path] = (), scratch_dir_base: Path | None = None,
+                 max_entries: int | None = None) -> None:
         self.root = Path(root)
+        self.max_entries = max_entries
+        self._last_sweep = 0.0
+        self._sweep_lock = threading.Lock()
         # A shelf that is the app's root itself (the default: checkpoints/ holds both the shipped
         # entries and users/) is fine: users/ and shared/ are not entry folders of it.
         self.shelves = tuple(Workspace(p) for p in library)
@@ -244,20 +255,42 @@ class Spaces:
         if not re.fullmatch(r"[usb]-[0-9a-f]{24}", key):
             raise PlaygroundError("Internal: malformed user key.")
         scratch = self.scratch_base / _digest(f"scratch:{session_hash}") if session_hash else None
-        return UserSpace(Workspace(self.users_dir / key), self.shared, self.shelves, key, self.cache_dir, scratch)
+        return UserSpace(Workspace(self.users_dir / key), self.shared, self.shelves, key, self.cache_dir, scratch,
+                         self.max_entries)
 
     def end_session(self, session_hash: str) -> None:
         """Remove the temp files one browser session made (called on unload)."""
         shutil.rmtree(self.scratch_base / _digest(f"scratch:{session_hash}"), ignore_errors=True)
 
-    def clean_on_start(self, stale_session_spaces_after_s: float = 7 * 86400) -> dict[str, int]:
+    def sweep_idle_spaces(self, every_s: float = 3600.0) -> int:
+        """While serving: remove idle anonymous spaces (see `remove_idle_spaces`), at most once per `every_s`."""
+        with self._sweep_lock:
+            if time.time() - self._last_sweep < every_s:
+                return 0
+            self._last_sweep = time.time()
+        return self.remove_idle_spaces()
+
+    def remove_idle_spaces(self, api_after_s: float = IDLE_API_SPACE_S, browser_after_s: float = IDLE_BROWSER_SPACE_S) -> int:
+        """Remove anonymous spaces nobody touched for a while: per-connection ones (`s-…`, API
+        clients) after `api_after_s`, per-browser ones (`b-…`) after `browser_after_s`. Spaces of
+        logins (`u-…`) stay. Returns how many were removed."""
+        if not self.users_dir.is_dir():
+            return 0
+        now, removed = time.time(), 0
+        for prefix, limit in (("s-", api_after_s), ("b-", browser_after_s)):
+            for folder in self.users_dir.glob(f"{prefix}*"):
+                if now - _newest_mtime(folder) > limit:
+                    shutil.rmtree(folder, ignore_errors=True)
+                    removed += 1
+        return removed
+
+    def clean_on_start(self) -> dict[str, int]:
         """Start-up housekeeping; returns counts of what was removed or restored.
 
         - hidden `.tmp-*` / `.trash-*` folders left by killed saves are removed, and a `.old-*`
           folder whose entry is missing (killed between the two renames of a replace) is put back;
         - scratch folders of server processes that are no longer running are removed;
-        - per-connection spaces (`s-…`, API clients without a browser) idle for longer than
-          `stale_session_spaces_after_s` are removed (per-login and per-browser spaces stay).
+        - anonymous spaces idle for long are removed (`remove_idle_spaces`).
         """
         counts = {"temp": 0, "restored": 0, "scratch": 0, "stale_spaces": 0}
         roots = [self.shared]
@@ -274,12 +307,8 @@ class Spaces:
             if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
                 shutil.rmtree(folder, ignore_errors=True)
                 counts["scratch"] += 1
-        if self.users_dir.is_dir():
-            now = time.time()
-            for folder in self.users_dir.glob("s-*"):
-                if now - _newest_mtime(folder) > stale_session_spaces_after_s:
-                    shutil.rmtree(folder, ignore_errors=True)
-                    counts["stale_spaces"] += 1
+        counts["stale_spaces"] = self.remove_idle_spaces()
+        self._last_sweep = time.time()
         return counts
 
 

@@ -190,3 +190,34 @@ def test_session_scratch_is_removed_when_the_session_ends(spaces):
     (folder / "f.csv").write_text("a")
     spaces.end_session("session-alice")
     assert not folder.exists()
+
+
+def test_idle_anonymous_spaces_expire_but_logins_stay(spaces):
+    import time as _time
+
+    from playground.spaces import IDLE_BROWSER_SPACE_S
+
+    keys = [user_key(username="alice"), user_key(browser_token=new_browser_token()), user_key(session_hash="api")]
+    for key in keys:
+        (spaces.users_dir / key / "models").mkdir(parents=True)
+    browser_key = keys[1]
+    old = _time.time() - IDLE_BROWSER_SPACE_S - 3600
+    for path in (spaces.users_dir / browser_key / "models", spaces.users_dir / browser_key):
+        os.utime(path, (old, old))
+    assert spaces.remove_idle_spaces() == 1
+    assert sorted(p.name for p in spaces.users_dir.iterdir()) == sorted([keys[0], keys[2]])
+    spaces._last_sweep = _time.time()
+    assert spaces.sweep_idle_spaces(every_s=3600) == 0  # within the hour: no second walk of the disk
+
+
+def test_a_space_holds_at_most_max_entries_of_a_kind(tmp_path):
+    capped = Spaces(tmp_path / "root", max_entries=2, scratch_dir_base=tmp_path / "scratch")
+    alice = capped.space(user_key(username="alice"))
+    alice.save_tokenizer("a", _tok_json(), {})
+    alice.save_tokenizer("b", _tok_json(), {})
+    with pytest.raises(PlaygroundError, match="holds 2 tokenizers"):
+        alice.save_tokenizer("c", _tok_json(), {})
+    alice.save_tokenizer("b", _tok_json(), {"v": 2}, overwrite=True)  # replacing one of yours is fine
+    alice.delete("tokenizers", "a")
+    alice.save_tokenizer("c", _tok_json(), {})
+    assert alice.names("tokenizers") == ["b", "c"]

@@ -75,7 +75,7 @@ def assign_browser_token(token: str | None) -> tuple[str, str]:
 
 def build_app(settings: Settings) -> gr.Blocks:
     """Build (not launch) the app for these settings."""
-    spaces = Spaces(settings.workspace, settings.library)
+    spaces = Spaces(settings.workspace, settings.library, max_entries=settings.caps.max_entries_per_user)
     with gr.Blocks(title="Transformer Playground", delete_cache=DELETE_CACHE) as app:
         gr.Markdown(header_markdown(settings), elem_id="header")
         browser = gr.BrowserState(None, storage_key=BROWSER_KEY, secret=read_secret(spaces.root))
@@ -101,6 +101,7 @@ def build_app(settings: Settings) -> gr.Blocks:
             if request is not None and request.session_hash:
                 spaces.end_session(request.session_hash)
             release_free_memory()
+            spaces.sweep_idle_spaces()  # at most hourly: anonymous spaces idle for weeks go
 
         app.unload(end_session)
         deeplink_view.wire(app, ctx)  # ?tab=train&preset=...&set=key=value links open an exercise
