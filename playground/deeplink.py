@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-TAB_IDS = ("tokenizer", "train", "generate", "analyze")
+TAB_IDS = ("tokenizer", "train", "generate", "analyze", "space")
 SECTIONS = ("model", "data", "train")
 MAX_SETTINGS = 30  # `set=` parameters read from one link
 MAX_VALUE_CHARS = 100
