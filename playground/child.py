@@ -10,7 +10,8 @@ the run, not the server.
         ...                                   # the same events the generator yields in-process
 
 Closing the relaying generator (a UI's Stop) asks the child to stop through `stop_kw` (the
-job saves and returns), waits up to `grace_s`, then terminates it. The child is started with
+job saves and returns) and returns at once; a reaper thread gives the child up to `grace_s`,
+then terminates it. The child is started with
 the "spawn" context (the server has threads, so never fork). Events and errors travel over a
 pipe between our own two processes; nothing is read back from disk or from a user.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 import importlib
 import multiprocessing
 import os
+import threading
 from collections.abc import Callable, Generator
 from multiprocessing.connection import Connection
 from typing import Any
@@ -128,9 +130,22 @@ def iter_in_child(target: str, kwargs: dict[str, Any], *, stop_kw: str | None = 
                                       "yours was lost. Try again, or with smaller settings.")
     finally:
         if not finished and stop_kw:
-            stop.set()  # a graceful stop: the job saves and returns
-            _drain(receive, proc, grace_s)
-        _end(proc, wait_s=KILL_WAIT_S if finished or stop_kw else 0.0)
+            # A graceful stop: the job saves and returns. gradio closes a stopped handler on its
+            # event loop, so the wait for the save happens in a reaper thread, never here.
+            stop.set()
+            threading.Thread(target=_reap, args=(receive, proc, grace_s), daemon=True,
+                             name="playground-job-reaper").start()
+        else:
+            _end(proc, wait_s=KILL_WAIT_S if finished else 0.0)
+            receive.close()
+
+
+def _reap(receive: Connection, proc: Any, grace_s: float) -> None:
+    """Let a stopping child finish (up to `grace_s`), then end it and close the pipe."""
+    try:
+        _drain(receive, proc, grace_s)
+        _end(proc)
+    finally:
         receive.close()
 
 

@@ -34,6 +34,17 @@ def download_dir(prefix: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=prefix, dir=base))
 
 
+def _newest_mtime(folder: Path) -> float:
+    """The latest change in `folder` or the files in it (a job may still be rewriting them)."""
+    newest = folder.stat().st_mtime
+    for path in folder.iterdir():
+        try:
+            newest = max(newest, path.stat().st_mtime)
+        except OSError:
+            continue
+    return newest
+
+
 def sweep_downloads(base: Path | None = None, max_age_s: float = MAX_AGE_S, force: bool = False) -> int:
     """Remove download folders older than `max_age_s`; returns how many were removed."""
     global _last_sweep
@@ -47,7 +58,7 @@ def sweep_downloads(base: Path | None = None, max_age_s: float = MAX_AGE_S, forc
     if base.is_dir():
         for folder in base.iterdir():
             try:
-                if now - folder.stat().st_mtime > max_age_s:
+                if now - _newest_mtime(folder) > max_age_s:
                     shutil.rmtree(folder, ignore_errors=True)
                     removed += 1
             except OSError:

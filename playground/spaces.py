@@ -35,6 +35,7 @@ from playground.scratch import SCRATCH_PREFIX, scratch_base
 from playground.workspace import KINDS, Entry, Workspace, validate_name
 
 SHARED_BY_FILE = "shared-by"
+_SHARE_LOCK = threading.Lock()  # one share at a time: the owner check and the copy are one step
 IDLE_API_SPACE_S = 7 * 86400  # an API session's space, untouched this long, is removed
 IDLE_BROWSER_SPACE_S = 30 * 86400  # an anonymous browser's space, untouched this long, is removed
 TOKEN_PATTERN = re.compile(r"^[A-Za-z0-9_-]{16,128}$")
@@ -172,7 +173,12 @@ class UserSpace:
         return Tokenizer.from_file(str(self.get("tokenizers", name).path / "tokenizer.json"))
 
     def delete(self, kind: str, name: str) -> None:
-        """Delete one of the user's own entries (a read-only one is refused)."""
+        """Delete one of the user's own entries, or (when they have none of that name) a copy they
+        shared; anything else is read-only to them."""
+        if not self.own.exists(kind, name) and shared_owner(self.shared, kind, validate_name(name)) == self.key:
+            with _SHARE_LOCK:
+                self.shared.delete(kind, name)
+            return
         self.check_writable(kind, name)
         self.own.delete(kind, name)
 
@@ -196,15 +202,24 @@ class UserSpace:
         target = validate_name(as_name or name)
         if any(ws.exists(kind, target) for ws in self.shelves):
             raise ReadOnlyError(f"{target!r} is a library name; share under another name.")
-        owner = shared_owner(self.shared, kind, target)
-        if owner is not None and owner != self.key:
-            raise ReadOnlyError(f"Someone else already shared a {kind[:-1]} named {target!r}; share under another name.")
-        with self.shared.writing(kind, target, overwrite=owner == self.key) as tmp:
-            for item in source.path.iterdir():
-                if item.is_file() and not item.is_symlink():
-                    shutil.copy2(item, tmp / item.name)
-            (tmp / SHARED_BY_FILE).write_text(self.key, encoding="utf-8")
+        with _SHARE_LOCK:
+            owner = shared_owner(self.shared, kind, target)
+            if owner is not None and owner != self.key:
+                raise ReadOnlyError(f"Someone else already shared a {kind[:-1]} named {target!r}; "
+                                    "share under another name.")
+            if owner is None and self.max_entries is not None and len(self.my_shares(kind)) >= self.max_entries:
+                raise PlaygroundError(f"You already shared {self.max_entries} {kind}, the most this server keeps per "
+                                      "user; delete one of your shared copies in My space first.")
+            with self.shared.writing(kind, target, overwrite=owner == self.key) as tmp:
+                for item in source.path.iterdir():
+                    if item.is_file() and not item.is_symlink():
+                        shutil.copy2(item, tmp / item.name)
+                (tmp / SHARED_BY_FILE).write_text(self.key, encoding="utf-8")
         return self.shared.get(kind, target)
+
+    def my_shares(self, kind: str) -> list[str]:
+        """Names of the shared entries this user shared."""
+        return [e.name for e in self.shared.list(kind) if shared_owner(self.shared, kind, e.name) == self.key]
 
     # -- internals ------------------------------------------------------------------------
     def _layers(self) -> list[tuple[str, Workspace]]:

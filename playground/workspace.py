@@ -175,7 +175,7 @@ class Workspace:
             raise PlaygroundError(f"A {kind[:-1]} named {final.name!r} already exists; choose another name or overwrite it.")
         final.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
-        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700; entries get the usual folder mode
+        os.chmod(tmp, 0o777 & ~_UMASK)  # mkdtemp makes 0700; entries get the usual folder mode
         try:
             yield tmp
             missing = [f for f in REQUIRED_FILES[kind] if not (tmp / f).is_file()]
@@ -244,6 +244,11 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+# Read once, at import: os.umask can only be read by setting it, and setting it process-wide
+# while other threads create files would hand them a world-writable mode.
+_UMASK = _umask()
 
 
 def _fsync_dir_files(folder: Path) -> None:

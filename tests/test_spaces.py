@@ -221,3 +221,41 @@ def test_a_space_holds_at_most_max_entries_of_a_kind(tmp_path):
     alice.delete("tokenizers", "a")
     alice.save_tokenizer("c", _tok_json(), {})
     assert alice.names("tokenizers") == ["b", "c"]
+
+
+def test_racing_shares_of_one_name_leave_one_owner_and_one_refusal(spaces):
+    alice, bob = _space(spaces, "alice"), _space(spaces, "bob")
+    for user in (alice, bob):
+        user.save_tokenizer("mine", _tok_json(), {"who": user.key})
+    barrier, results = threading.Barrier(2), {}
+
+    def share(user):
+        barrier.wait()
+        try:
+            user.share("tokenizers", "mine", as_name="pub")
+            results[user.key] = "shared"
+        except PlaygroundError as exc:
+            results[user.key] = str(exc)
+
+    threads = [threading.Thread(target=share, args=(u,)) for u in (alice, bob)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    winner = next(k for k, v in results.items() if v == "shared")
+    loser = next(k for k, v in results.items() if v != "shared")
+    assert "already shared" in results[loser]
+    assert spaces.shared.get("tokenizers", "pub").meta["who"] == winner
+
+
+def test_owners_can_unshare_and_shares_are_capped(tmp_path):
+    capped = Spaces(tmp_path / "root", max_entries=1, scratch_dir_base=tmp_path / "scratch")
+    alice, bob = (capped.space(user_key(username=n)) for n in ("alice", "bob"))
+    alice.save_tokenizer("t", _tok_json(), {})
+    alice.share("tokenizers", "t", as_name="one")
+    with pytest.raises(PlaygroundError, match="already shared 1"):
+        alice.share("tokenizers", "t", as_name="two")
+    with pytest.raises(ReadOnlyError):
+        bob.delete("tokenizers", "one")
+    alice.delete("tokenizers", "one")  # her shared copy goes; her own entry stays
+    assert "one" not in bob.names("tokenizers") and alice.exists("tokenizers", "t")

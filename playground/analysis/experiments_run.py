@@ -152,6 +152,13 @@ def _layer_head(held: HeldOut, o: ExperimentOptions) -> tuple[int | None, int | 
     return layer, head
 
 
+def _own(workspace: Any) -> Any:
+    """Where a user's derived runs (`<ckpt>-uniform`, `<ckpt>-seedN`) are looked up: their own
+    entries only in the app (never one someone else shared under that name), the workspace itself
+    in the CLI."""
+    return getattr(workspace, "own", workspace)
+
+
 def _load(name: str, workspace: Any, device: str) -> Any:
     from playground.bundle import load_bundle
 
@@ -162,8 +169,9 @@ def _uniform(bundle: Any, o: ExperimentOptions, workspace: Any, stop: StopFlag) 
     yield Progress("uniform", 0, 3, "rebuilding the validation data")
     evaluate = wp.evaluator_for(bundle, workspace, o.device, o.eval_examples)
     retrained = None
-    if workspace is not None and workspace.exists("models", uniform_name(bundle.name)):
-        retrained = _load(uniform_name(bundle.name), workspace, o.device).model
+    own = _own(workspace)
+    if own is not None and own.exists("models", uniform_name(bundle.name)):
+        retrained = _load(uniform_name(bundle.name), own, o.device).model
     settings = _settings("uniform", bundle, None, o)
     settings["retrained"] = uniform_name(bundle.name) if retrained is not None else None
     return (yield from wp.iter_uniform(bundle.model, evaluate, None, retrained, stop, settings))
@@ -189,7 +197,7 @@ def _seeds(bundle: Any, o: ExperimentOptions, workspace: Any, stop: StopFlag) ->
     for s in seeds:
         name = seed_name(bundle.name, s)
         names.append(name)
-        if workspace.exists("models", name):
+        if _own(workspace).exists("models", name):
             yield Progress("seeds", 0, o.n, f"reusing {name}")
             continue
         for ev in wp.iter_retrain(bundle, workspace, name, {"train.seed": s}, o.retrain_steps, o.device, stop,
