@@ -35,10 +35,14 @@ def requirement_lines() -> list[str]:
 
 
 def test_front_matter_is_a_gradio_space_on_launch_py():
-    import gradio
+    from packaging.requirements import Requirement
 
     meta = front_matter()
-    assert meta["sdk"] == "gradio" and meta["sdk_version"] == gradio.__version__
+    # The Space runs the sdk_version it names; it must be one the project supports (a newer gradio
+    # on PyPI must not fail this test: the pin is updated when the Space is tested on it).
+    deps = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    gradio_spec = Requirement(next(d for d in deps if d.startswith("gradio"))).specifier
+    assert meta["sdk"] == "gradio" and gradio_spec.contains(meta["sdk_version"])
     assert meta["app_file"] == "launch.py" and (REPO / meta["app_file"]).is_file()
     assert meta["pinned"] == "false" and meta["title"] and meta["emoji"]
     assert re.fullmatch(r"3\.\d+", meta["python_version"])
@@ -55,6 +59,7 @@ def test_requirements_match_pyproject_and_allow_the_cpu_torch():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1500)  # pip (up to 600 s) and the launch must be able to skip, not be killed
 def test_fresh_venv_from_requirements_serves_the_space(tmp_path):
     """`pip install -r requirements.txt` in an empty venv, then `python launch.py` as a Space runs it."""
     venv = tmp_path / "venv"
@@ -65,9 +70,12 @@ def test_fresh_venv_from_requirements_serves_the_space(tmp_path):
         python = venv / "bin" / "python"
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
         env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-        pip = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-compile", "--disable-pip-version-check", "-r",
-                              str(REPO / "requirements.txt")], cwd=tmp_path, env=env, capture_output=True, text=True,
-                             timeout=900)
+        try:
+            pip = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-compile", "--disable-pip-version-check",
+                                  "-r", str(REPO / "requirements.txt")], cwd=tmp_path, env=env, capture_output=True,
+                                 text=True, timeout=600)
+        except subprocess.TimeoutExpired:
+            pytest.skip("pip install -r requirements.txt took over 10 minutes (a slow package registry?)")
         timings["venv + pip install"] = time.monotonic() - t0
         if pip.returncode != 0:
             log = pip.stdout + pip.stderr
