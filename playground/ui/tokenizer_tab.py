@@ -7,6 +7,7 @@ lives as files in ``<scratch>/draft/`` and the scratch folder is removed when th
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import shutil
 import tempfile
@@ -305,6 +306,19 @@ def _kind_interactive(kind: str):
 
 # -- layout ------------------------------------------------------------------------------------
 
+def one_build_per_user(ctx: AppContext, handler: Any) -> Any:
+    """`handler` (a generator) run under the user's claim on the build lane: one build or sweep
+    per user at a time, so nobody queues many builds ahead of everyone else."""
+    def run(workspace: Any, *args: Any):
+        key = getattr(workspace, "key", None)
+        claim = ctx.jobs.claim(key, "build", "tokenizer build", 1, "tokenizer build") if key else contextlib.nullcontext()
+        with claim:
+            yield from handler(workspace, *args)
+
+    run.__name__ = handler.__name__
+    return run
+
+
 def build(ctx: AppContext) -> None:
     """Lay out the Tokenizer tab."""
     caps, U = ctx.settings.caps, ctx.per_user
@@ -419,7 +433,7 @@ def build(ctx: AppContext) -> None:
     show_outputs = [summary, vocab_df, merges_df, length_plot, lengths_csv, vocab_csv, merges_csv, download]
     option_inputs = [kind, vocab_size, min_frequency, normalizer, pre_tokenizer, specials, fallback]
     build_event = build_btn.click(ctx.notice("Build"), None, [status], queue=False, show_progress="hidden").then(
-        U(build_handler, caps), [ctx.user, source, files, paste, *option_inputs, state], [status, state],
+        U(one_build_per_user(ctx, build_handler), caps), [ctx.user, source, files, paste, *option_inputs, state], [status, state],
         api_name="tokenizer_build", **ctx.heavy())
     build_event.success(U(show_handler), [ctx.user, state], show_outputs, api_name="tokenizer_show")
 
@@ -440,7 +454,7 @@ def build(ctx: AppContext) -> None:
     merges_query.change(U(merges_filter_handler), [ctx.user, state, merges_query], [merges_df],
                         api_name="tokenizer_merges_filter", trigger_mode="always_last")
     sweep_event = sweep_btn.click(ctx.notice("Sweep"), None, [sweep_status], queue=False, show_progress="hidden").then(
-        U(sweep_handler, caps),
+        U(one_build_per_user(ctx, sweep_handler), caps),
         [ctx.user, source, files, paste, kind, min_frequency, normalizer, pre_tokenizer, specials, fallback, largest, state],
         [sweep_status, sweep_plot, sweep_csv], api_name="tokenizer_sweep", **ctx.heavy())
     ctx.reset_on_failure(build_event, status, "Not built: see the message above.")
