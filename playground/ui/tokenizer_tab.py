@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
