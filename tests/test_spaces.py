@@ -259,3 +259,24 @@ def test_owners_can_unshare_and_shares_are_capped(tmp_path):
         bob.delete("tokenizers", "one")
     alice.delete("tokenizers", "one")  # her shared copy goes; her own entry stays
     assert "one" not in bob.names("tokenizers") and alice.exists("tokenizers", "t")
+
+
+def test_experiments_on_a_library_bundle_never_open_its_recorded_path(tmp_path):
+    """An instructor trained a bundle from a CLI path; a user's experiment must not read that file."""
+    from playground.analysis.experiments_data import prepare_data
+    from playground.bundle import load_bundle
+    from playground.config import Preset
+    from playground.training.engine import run_training
+
+    secret = tmp_path / "private.txt"
+    secret.write_text("the instructor's private notes. " * 200, encoding="utf-8")
+    library = Workspace(tmp_path / "library")
+    preset = Preset("tiny", "gpt", model={"block_size": 8, "n_layer": 1, "n_head": 1, "d_model": 8},
+                    data={"corpus": str(secret), "tokenizer": "char"},
+                    train={"max_steps": 2, "batch_size": 2, "eval_interval": 2, "eval_iters": 1})
+    run_training(preset, library, "from-a-path", device="cpu")
+    student = Spaces(tmp_path / "root", [library.root], scratch_dir_base=tmp_path / "s").space(user_key(username="s"))
+    bundle = load_bundle("from-a-path", student)
+    with pytest.raises(PlaygroundError, match="Paths are not accepted"):
+        prepare_data(bundle, student)
+    prepare_data(bundle, library)  # the CLI's workspace may (the instructor owns the machine)

@@ -143,8 +143,12 @@ def uploads_dir(workspace: Any) -> Path | None:
 
 
 def default_policy(policy: DataPolicy | None, workspace: Any = None) -> DataPolicy:
-    """`policy`, or the command line's (paths allowed) with `workspace`'s upload folder."""
-    return policy if policy is not None else DataPolicy(allow_paths=True, uploads=uploads_dir(workspace))
+    """`policy`, or the rule that goes with `workspace`: a user's space in the app (`names_only`)
+    never opens a path (an experiment rebuilding an instructor's bundle trained from a CLI path
+    included); the command line's workspace may. Either way `workspace`'s upload folder."""
+    if policy is not None:
+        return policy
+    return DataPolicy(allow_paths=not getattr(workspace, "names_only", False), uploads=uploads_dir(workspace))
 
 
 def check_upload(path: str | os.PathLike, max_bytes: int | None = None) -> Path:
