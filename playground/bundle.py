@@ -13,7 +13,6 @@ from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
 from torch import nn
 
 from playground.errors import NotFoundError, PlaygroundError

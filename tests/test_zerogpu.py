@@ -60,4 +60,4 @@ def test_heavy_entry_points_are_decorated_and_unchanged_without_spaces():
     for fn, name in ((train, "train"), (run_experiment, "run_experiment"), (analyze_checkpoint, "analyze_checkpoint")):
         assert fn.__name__ == name
         src = inspect.getsource(inspect.getmodule(fn))
-        assert f"\ndef {name}(" in src and f"@gpu(duration=" in src.split(f"\ndef {name}(")[0].rsplit("\n\n\n", 1)[-1]
+        assert f"\ndef {name}(" in src and "@gpu(duration=" in src.split(f"\ndef {name}(")[0].rsplit("\n\n\n", 1)[-1]

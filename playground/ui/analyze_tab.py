@@ -14,16 +14,14 @@ and device with functools.partial.
 """
 from __future__ import annotations
 
-import functools
 import importlib
-from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
 from playground.scratch import download_dir
 from playground.ui.components import ReadableImage
-from playground.ui.context import AppContext, choices_update, model_choices, text_hint, user_errors
+from playground.ui.context import AppContext, model_choices, text_hint
 from playground.workspace import Workspace
 
 EXPERIMENTS_MODULE = "playground.ui.experiments_view"

@@ -18,7 +18,7 @@ import pandas as pd
 
 from playground.errors import PlaygroundError
 from playground.scratch import download_dir
-from playground.ui.context import AppContext, choices_update, model_choices, user_errors
+from playground.ui.context import AppContext, model_choices, user_errors
 from playground.zerogpu import EXPERIMENT_S, gpu
 
 EXPERIMENT_LABELS: dict[str, str] = {

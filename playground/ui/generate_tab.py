@@ -6,7 +6,6 @@ one gr.State holding the last result (tokens and probabilities, no model).
 """
 from __future__ import annotations
 
-import functools
 import inspect
 import time
 from dataclasses import dataclass

@@ -322,7 +322,6 @@ def build(ctx: AppContext) -> None:
     """Lay out the Tokenizer tab."""
     caps, U = ctx.settings.caps, ctx.per_user
     max_vocab = min(caps.max_vocab_size or MAX_VOCAB_SIZE, MAX_VOCAB_SIZE)
-    bind = functools.partial
     state = gr.State(None, time_to_live=12 * 3600, delete_callback=_remove_scratch)
 
     gr.Markdown(INTRO)

@@ -15,7 +15,6 @@ import html
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import gradio as gr

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from playground.workspace import Workspace
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"

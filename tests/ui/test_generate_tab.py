@@ -190,7 +190,6 @@ def test_through_the_app(app_server):
     from gradio_client import Client
     from gradio_client.exceptions import AppError
 
-    from playground.workspace import Workspace
 
     name = f"gen-{uuid.uuid4().hex[:6]}"
     _save_gpt(app_server.library, name)

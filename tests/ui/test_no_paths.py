@@ -6,7 +6,6 @@ names data) and no line of the target files may appear in any output.
 """
 from __future__ import annotations
 
-import io
 import stat
 import zipfile
 from collections.abc import Iterator

@@ -164,7 +164,6 @@ def test_round_trip_through_the_running_app(app_server):
     choices, _, _ = client.predict(None, None, None, api_name="/refresh_tokenizer_saved")
     names = [c[0] if isinstance(c, (list, tuple)) else c for c in choices["choices"]]
     assert name in names
-    from playground.workspace import Workspace
 
     assert name in app_server.space_of(client).names("tokenizers")
     html, stats, _ids = client.predict("fox", api_name="/tokenizer_encode")

@@ -158,7 +158,6 @@ def test_runs_table_overlay_and_bottleneck(workspace, corpus):
 def test_train_round_trip_through_the_running_app(app_server, tmp_path):
     from gradio_client import Client, handle_file
 
-    from playground.workspace import Workspace
 
     corpus = tmp_path / "c.txt"
     corpus.write_text(corpus_text(), encoding="utf-8")
