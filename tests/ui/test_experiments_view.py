@@ -12,6 +12,7 @@ import torch
 from playground.config import Preset
 from playground.settings import make_settings
 from playground.ui import experiments_view as view
+from playground.workspace import Workspace
 
 TRAIN = {"max_steps": 2, "batch_size": 4, "eval_interval": 2, "eval_iters": 1, "warmup_steps": 1, "log_interval": 1,
          "save_optimizer": False, "preview": False}
@@ -95,20 +96,20 @@ def test_retrain_uniform_saves_a_uniform_copy(env):
     assert copy.model_config.uniform_attention and not load_bundle("tiny", ws).model_config.uniform_attention
 
 
-def _context(settings, tabs, version=None, selection=None):
-    """An AppContext whose users see the env's workspace as a read-only library shelf."""
+def _context(settings, tabs, version=None, selection=None, library=None):
+    """An AppContext whose users see `library` (default: the env's workspace) as a read-only shelf."""
     from playground.spaces import Spaces
     from playground.ui.context import AppContext
 
-    spaces = Spaces(settings.workspace.parent / "app-root", [settings.workspace])
+    spaces = Spaces(settings.workspace.parent / "app-root", [library or settings.workspace])
     return AppContext(settings, spaces, version or gr.State(0), selection or gr.State({}), tabs, gr.State(None))
 
 
-def _mini_app(settings):
+def _mini_app(settings, library=None):
     with gr.Blocks() as app:
         version, selection = gr.State(0), gr.State({})
         with gr.Tabs() as tabs:
-            ctx = _context(settings, tabs, version, selection)
+            ctx = _context(settings, tabs, version, selection, library)
             with gr.Tab("Experiments"):
                 view.build(ctx)
         for fn, inputs, outputs, api_name in ctx.refreshers:
@@ -135,7 +136,16 @@ def test_view_builds_inside_a_tab_and_runs_through_the_api(env):
 
     from tests.conftest import free_port
 
-    app = _mini_app(env[1])
+    # An app user's experiment never opens a path, so the library's bundle is trained on a built-in
+    # corpus (the env's "tiny" came from a file path, which only the CLI may read).
+    from playground.training.engine import run_training
+
+    library = env[1].workspace.parent / "library"
+    torch.manual_seed(0)
+    run_training(Preset("tiny", "gpt", model={"block_size": 12, "n_layer": 2, "n_head": 2, "d_model": 16},
+                        data={"corpus": "python-docs", "tokenizer": "char"}, train=dict(TRAIN)),
+                 Workspace(library), "tiny", device="cpu")
+    app = _mini_app(env[1], library)
     names = {d.api_name for d in app.fns.values()}
     assert {"experiments_run", "experiments_stop", "experiments_example", "experiments_modules",
             "experiments_retrain_uniform", "refresh_experiments_models"} <= names
