@@ -34,10 +34,11 @@ def download_dir(prefix: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=prefix, dir=base))
 
 
-def _newest_mtime(folder: Path) -> float:
-    """The latest change in `folder` or the files in it (a job may still be rewriting them)."""
+def newest_mtime(folder: Path) -> float:
+    """The latest change in `folder` or anything under it (a job may still be rewriting its files,
+    which does not touch the folder's own time)."""
     newest = folder.stat().st_mtime
-    for path in folder.iterdir():
+    for path in folder.rglob("*"):
         try:
             newest = max(newest, path.stat().st_mtime)
         except OSError:
@@ -58,7 +59,7 @@ def sweep_downloads(base: Path | None = None, max_age_s: float = MAX_AGE_S, forc
     if base.is_dir():
         for folder in base.iterdir():
             try:
-                if now - _newest_mtime(folder) > max_age_s:
+                if now - newest_mtime(folder) > max_age_s:
                     shutil.rmtree(folder, ignore_errors=True)
                     removed += 1
             except OSError:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from playground.errors import NotFoundError, PlaygroundError
-from playground.scratch import SCRATCH_PREFIX, scratch_base
+from playground.scratch import SCRATCH_PREFIX, newest_mtime, scratch_base
 from playground.workspace import KINDS, Entry, Workspace, validate_name
 
 SHARED_BY_FILE = "shared-by"
@@ -294,7 +294,7 @@ class Spaces:
         now, removed = time.time(), 0
         for prefix, limit in (("s-", api_after_s), ("b-", browser_after_s)):
             for folder in self.users_dir.glob(f"{prefix}*"):
-                if now - _newest_mtime(folder) > limit:
+                if now - newest_mtime(folder) > limit:
                     shutil.rmtree(folder, ignore_errors=True)
                     removed += 1
         return removed
@@ -335,14 +335,6 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def _newest_mtime(folder: Path) -> float:
-    newest = folder.stat().st_mtime
-    for path in folder.rglob("*"):
-        with contextlib.suppress(OSError):
-            newest = max(newest, path.stat().st_mtime)
-    return newest
 
 
 class LiveJobs:

@@ -159,6 +159,11 @@ class Workspace:
                     removed += 1
         return removed, restored
 
+    def check_writable(self, kind: str, name: str) -> None:
+        """Raise unless `name` may be written: any valid name in a plain workspace (a user's space
+        in the app also refuses library and shared names)."""
+        validate_name(name)
+
     def scratch_dir(self, prefix: str) -> Path:
         """A fresh temp folder for files offered as downloads (the system's temp folder)."""
         return Path(tempfile.mkdtemp(prefix=prefix))

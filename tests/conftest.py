@@ -1,11 +1,14 @@
 """Shared fixtures: a temp workspace and (session-wide) the real app on a free loopback port."""
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,20 +53,34 @@ class RunningApp:
         return Workspace(self.workspace_root / "users" / user_key(session_hash=client.session_hash))
 
 
-@pytest.fixture(scope="session")
-def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp]:
-    """The real app, launched in this process on a free loopback port, over a temp workspace."""
+@contextlib.contextmanager
+def serve_app(tmp_path_factory: pytest.TempPathFactory, name: str, demo: bool = False,
+              prepare_library: Callable[[Any], None] | None = None, **caps: Any) -> Iterator[RunningApp]:
+    """The real app (as launch.py serves it), in this process on a free loopback port, over a
+    temp root and library; `prepare_library(workspace)` fills the library first, `caps` override
+    the settings' caps (e.g. heavy_slots=2)."""
     from playground.settings import make_settings
     from playground.ui.app import build_app, prepare_server
 
-    root = tmp_path_factory.mktemp("app-ws")
-    library = tmp_path_factory.mktemp("app-library")
-    settings = make_settings(root, device="cpu", app=True, library=[library])
+    root, library = tmp_path_factory.mktemp(f"{name}-ws"), tmp_path_factory.mktemp(f"{name}-library")
+    settings = make_settings(root, device="cpu", demo=demo, app=True, library=[library])
+    if caps:
+        settings = dataclasses.replace(settings, caps=dataclasses.replace(settings.caps, **caps))
+    running = RunningApp("", root, library)
+    if prepare_library is not None:
+        prepare_library(running.library)
     prepare_server(settings)
     app = build_app(settings)
     port = free_port()
     app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     try:
-        yield RunningApp(f"http://127.0.0.1:{port}/", root, library)
+        yield dataclasses.replace(running, url=f"http://127.0.0.1:{port}/")
     finally:
         app.close()
+
+
+@pytest.fixture(scope="session")
+def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp]:
+    """The real app, launched in this process on a free loopback port, over a temp workspace."""
+    with serve_app(tmp_path_factory, "app") as running:
+        yield running

@@ -370,8 +370,7 @@ def start_training(workspace: Workspace, settings: Settings, preset_name: str | 
         if workspace.exists("models", name) and not overwrite:
             raise PlaygroundError(f"A model named {name!r} exists; choose another run name, tick Overwrite, "
                                   "or press Resume to continue it.")
-        if hasattr(workspace, "check_writable"):
-            workspace.check_writable("models", name)
+        workspace.check_writable("models", name)
         yield from _run_events(workspace, settings, preset, name, False, None, version)
 
 
@@ -387,8 +386,7 @@ def resume_training(workspace: Workspace, settings: Settings, toml_text: str, na
     except PlaygroundError:
         pass
     with _live_run(workspace, settings, jobs, name):
-        if hasattr(workspace, "check_writable"):
-            workspace.check_writable("models", name)
+        workspace.check_writable("models", name)
         yield from _run_events(workspace, settings, None, name, True, overrides, version)
 
 

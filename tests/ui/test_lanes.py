@@ -2,14 +2,13 @@
 a run name is reserved while it trains; one user's Stop leaves another's run alone."""
 from __future__ import annotations
 
-import dataclasses
 import time
 import uuid
 from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import RunningApp, free_port
+from tests.conftest import RunningApp, serve_app
 
 pytestmark = pytest.mark.slow
 
@@ -33,23 +32,11 @@ log_interval = 50
 @pytest.fixture(scope="module")
 def lanes_server(tmp_path_factory) -> Iterator[RunningApp]:
     """The app with two heavy slots and a tiny GPT in its library."""
-    from playground.settings import make_settings
-    from playground.ui.app import build_app, prepare_server
     from tests.ui.test_generate_tab import _save_gpt
 
-    root, library = tmp_path_factory.mktemp("lanes-ws"), tmp_path_factory.mktemp("lanes-lib")
-    settings = make_settings(root, device="cpu", app=True, library=[library])
-    settings = dataclasses.replace(settings, caps=dataclasses.replace(settings.caps, heavy_slots=2, light_slots=2))
-    running = RunningApp("", root, library)
-    _save_gpt(running.library, "lane-gpt")
-    prepare_server(settings)
-    app = build_app(settings)
-    port = free_port()
-    app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    try:
-        yield dataclasses.replace(running, url=f"http://127.0.0.1:{port}/")
-    finally:
-        app.close()
+    with serve_app(tmp_path_factory, "lanes", prepare_library=lambda ws: _save_gpt(ws, "lane-gpt"),
+                   heavy_slots=2, light_slots=2) as running:
+        yield running
 
 
 def _wait_running(job, timeout: float = 60.0) -> None:

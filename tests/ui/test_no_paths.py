@@ -16,7 +16,7 @@ import pytest
 
 from playground.settings import REPO_ROOT
 from playground.training.config import preset_to_toml
-from tests.conftest import RunningApp, free_port
+from tests.conftest import RunningApp, serve_app
 from tests.training.conftest import tiny_preset
 
 SETTINGS_PY = str(REPO_ROOT / "playground" / "settings.py")
@@ -102,21 +102,8 @@ def _symlink(name: str) -> zipfile.ZipInfo:
 @pytest.fixture(scope="module")
 def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp]:
     """The real app in demo mode (made like the session's `app_server`)."""
-    from playground.settings import make_settings
-    from playground.ui import app as app_module
-
-    root = tmp_path_factory.mktemp("demo-ws")
-    library = tmp_path_factory.mktemp("demo-library")
-    settings = make_settings(root, device="cpu", demo=True, app=True, library=[library])
-    if hasattr(app_module, "prepare_server"):
-        app_module.prepare_server(settings)
-    app = app_module.build_app(settings)
-    port = free_port()
-    app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    try:
-        yield RunningApp(f"http://127.0.0.1:{port}/", root, library)
-    finally:
-        app.close()
+    with serve_app(tmp_path_factory, "demo", demo=True) as running:
+        yield running
 
 
 @pytest.fixture(params=["normal", "demo"])
