@@ -1,49 +1,13 @@
 """The page in a real headless Chromium: four tabs render and switch; a screenshot is saved."""
 from __future__ import annotations
 
-import shutil
 import uuid
-from pathlib import Path
 
-import pytest
+from tests.ui.browser_helpers import tab_button as _tab_button
+from tests.ui.browser_helpers import text_of as _text
+from tests.ui.browser_helpers import BROWSER
 
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists() or not Path(CHROMEDRIVER).exists(),
-                       reason="Debian's chromium and chromium-driver are not installed (.ci/run installs them)"),
-]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-dev-shm-usage", "--disable-component-update", "--no-first-run",
-                 "--window-size=1400,1000"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(60)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-
-
-def _tab_button(driver, label: str):
-    from selenium.webdriver.common.by import By
-
-    for button in driver.find_elements(By.CSS_SELECTOR, "button[role='tab']"):
-        if button.text.strip() == label:
-            return button
-    raise AssertionError(f"no tab button {label!r}; saw {[b.text for b in driver.find_elements(By.CSS_SELECTOR, 'button[role=tab]')]}")
+pytestmark = BROWSER
 
 
 def test_tabs_render_switch_and_refresh(browser, app_server, tmp_path):
@@ -80,12 +44,6 @@ def test_tabs_render_switch_and_refresh(browser, app_server, tmp_path):
     shot = tmp_path / "app.png"
     browser.save_screenshot(str(shot))
     assert shot.stat().st_size > 10_000
-
-
-def _text(driver, css: str) -> str:
-    from selenium.webdriver.common.by import By
-
-    return " ".join(e.text for e in driver.find_elements(By.CSS_SELECTOR, css))
 
 
 def test_a_browser_keeps_its_own_space_across_reloads(browser, app_server, tmp_path):
