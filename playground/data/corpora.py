@@ -1,14 +1,20 @@
-"""Text corpora for tokenizers and language models: built-in, downloaded, uploaded or pasted.
+"""Text corpora for tokenizers and language models: built-in, uploaded or pasted.
 
 Built in, on every install, no download:
 
 - ``python-docs``: the English text of Python's built-in help topics (``pydoc_data.topics``).
 - ``python-code``: the standard library's own ``.py`` files, read from the running interpreter's
   stdlib folder in sorted path order (tests and site-packages left out), capped in size.
+- ``tinyshakespeare``: char-rnn's ``input.txt`` (1,115,394 characters of Shakespeare's plays,
+  public domain), shipped gzipped as ``texts/tinyshakespeare.txt.gz`` beside this module
+  (package data), so the NanoGPT presets' default corpus works offline from the first Start.
+  Made with ``gzip.compress(data, compresslevel=9, mtime=0)`` (byte-for-byte reproducible).
 
-Downloaded once into ``workspace.cache_dir`` when online:
-
-- ``tinyshakespeare``: char-rnn's ``input.txt`` (about 1.1 MB of Shakespeare's plays).
+The download stays as a fallback only: an install slimmed of ``texts/`` fetches
+``TINYSHAKESPEARE_URL`` once into ``workspace.cache_dir`` (and says how to upload the file when
+offline). The shipped copy always wins; there is nothing to re-download, since the text never
+changes. ``PLAYGROUND_OFFLINE=1`` in the environment turns every download off (``fetch_url``
+raises OfflineError), for workshops on networks without internet access.
 
 Anything else is a path to a UTF-8 ``.txt`` file or pasted text; on a shared server only an
 upload (``upload:<name>``, see playground.data.policy) or pasted text.
@@ -19,6 +25,7 @@ are read.
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import os
 import sysconfig
 import urllib.error
@@ -32,6 +39,8 @@ from playground.errors import DataError, NotFoundError, OfflineError
 from playground.settings import DemoCaps, FULL_CAPS
 
 TINYSHAKESPEARE_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
+TINYSHAKESPEARE_SHIPPED = Path(__file__).with_name("texts") / "tinyshakespeare.txt.gz"
+OFFLINE_ENV = "PLAYGROUND_OFFLINE"
 PYTHON_CODE_MAX_CHARS = 2_000_000
 _SKIP_STDLIB_DIRS = {"site-packages", "dist-packages", "test", "tests", "__pycache__", "idlelib",
                      "lib2to3", "turtledemo", "ensurepip", "venv", "config-3"}
@@ -67,8 +76,20 @@ class BuiltinCorpus:
 
 # -- fetching (the only network access; tests monkeypatch `fetch_url`) -------------------------
 
+def downloads_off() -> bool:
+    """True when ``PLAYGROUND_OFFLINE`` is set to anything but empty, 0, false or no."""
+    return os.environ.get(OFFLINE_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
 def fetch_url(url: str, timeout: float = 30.0) -> bytes:
-    """The body of `url` (raises OSError / urllib.error.URLError when offline)."""
+    """The body of `url` (raises OSError / urllib.error.URLError when offline, OfflineError
+    when ``PLAYGROUND_OFFLINE`` turns downloads off)."""
+    if downloads_off():
+        raise OfflineError(
+            f"Not downloading {url}: downloads are turned off on this server ({OFFLINE_ENV} is set). "
+            "Get the file on a machine with internet access and upload it as a .txt file "
+            "(or pass its path with --corpus PATH on the command line)."
+        )
     with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (fixed https URL)
         return response.read()
 
@@ -142,21 +163,45 @@ def _sorted_py_files(root: Path) -> Iterable[Path]:
                 yield Path(dirpath) / name
 
 
+def shipped_text(path: Path) -> str | None:
+    """A gzipped UTF-8 text shipped with the package, or None when this install left it out."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    try:
+        raw = gzip.decompress(data)
+    except (OSError, EOFError) as exc:  # gzip.BadGzipFile is an OSError; a cut file is an EOFError
+        raise DataError(
+            f"The built-in copy of {path.name} is damaged ({type(exc).__name__}); reinstall the playground."
+        ) from None
+    return decode_utf8(raw, path.name)
+
+
 def tinyshakespeare_text(workspace=None, fetch: Callable[[str], bytes] | None = None) -> str:
-    """tinyshakespeare from the workspace cache, downloading it there on first use."""
+    """tinyshakespeare as shipped with the package; an install without that file downloads it
+    once into the workspace cache instead."""
+    text = shipped_text(TINYSHAKESPEARE_SHIPPED)
+    if text is not None:
+        return text
     if workspace is None:
-        raise DataError("tinyshakespeare is downloaded into a workspace cache; give a workspace.")
+        raise DataError("This install has no built-in copy of tinyshakespeare, and it is downloaded into a "
+                        "workspace cache; give a workspace, or upload the text as a .txt file.")
     path = download_to_cache(TINYSHAKESPEARE_URL, Path(workspace.cache_dir) / "tinyshakespeare.txt", fetch=fetch)
     return decode_utf8(path.read_bytes(), path.name)
 
+
+_SHIPPED = TINYSHAKESPEARE_SHIPPED.is_file()  # False only on an install slimmed of texts/
 
 CORPORA: dict[str, BuiltinCorpus] = {
     "python-docs": BuiltinCorpus("python-docs", "Python's built-in help topics (pydoc_data.topics), English prose",
                                  False, lambda workspace=None, fetch=None: python_docs_text()),
     "python-code": BuiltinCorpus("python-code", "Python standard library source files (sorted, whole files)",
                                  False, lambda workspace=None, fetch=None: python_code_text()),
-    "tinyshakespeare": BuiltinCorpus("tinyshakespeare", "tinyshakespeare (char-rnn input.txt), downloaded once",
-                                     True, tinyshakespeare_text),
+    "tinyshakespeare": BuiltinCorpus(
+        "tinyshakespeare",
+        "Tiny Shakespeare (char-rnn's input.txt), " + ("built in, no download" if _SHIPPED else "downloaded once"),
+        not _SHIPPED, tinyshakespeare_text),
 }
 
 

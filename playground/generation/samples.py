@@ -2,11 +2,11 @@
 config.json (the trainer stores the `[data]` section plus split facts there).
 
 Only where it is cheap: generated pair sets and image sets are rebuilt from their seed; a text
-corpus is read only when it is built in (tinyshakespeare only from the workspace cache, never
-downloaded) or the user's own upload. No path recorded in a bundle is opened: only
-``upload:<name>`` files of the user's upload folder, and only for the user's own checkpoints
-(playground.data.policy). Results are cached per (bundle path, weights mtime, upload folder) —
-read-only derived data, shared by users.
+corpus is read only when it is built in (tinyshakespeare included: it ships with the package; an
+install without that file gives no samples rather than downloading it) or the user's own upload.
+No path recorded in a bundle is opened: only ``upload:<name>`` files of the user's upload folder,
+and only for the user's own checkpoints (playground.data.policy). Results are cached per
+(bundle path, weights mtime, upload folder) — read-only derived data, shared by users.
 """
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
-"""Corpora: built-in, downloaded (never really: the fetch is replaced), uploaded, pasted."""
+"""Corpora: built-in (Tiny Shakespeare shipped gzipped), the download fallback of an install
+without it (never really downloaded: the fetch is replaced), uploaded, pasted."""
 from __future__ import annotations
 
+import gzip
+import hashlib
 import urllib.error
 from pathlib import Path
 
@@ -15,6 +18,10 @@ from playground.errors import DataError, NotFoundError, OfflineError
 from playground.settings import DEMO_CAPS, FULL_CAPS, DemoCaps
 
 SHAKESPEARE = "First Citizen:\nBefore we proceed any further, hear me speak.\n"
+# char-rnn's tinyshakespeare input.txt, as shipped in playground/data/texts/tinyshakespeare.txt.gz
+SHIPPED_LENGTH = 1_115_394
+SHIPPED_SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
+REAL_FETCH_URL = corpora.fetch_url  # before any test replaces it
 
 
 @pytest.fixture(autouse=True)
@@ -24,6 +31,12 @@ def no_network(monkeypatch):
         raise AssertionError(f"tests must not touch the network ({url})")
 
     monkeypatch.setattr(corpora, "fetch_url", refuse)
+
+
+@pytest.fixture
+def slim_install(monkeypatch, tmp_path):
+    """An install without the shipped Tiny Shakespeare (the download fallback's case)."""
+    monkeypatch.setattr(corpora, "TINYSHAKESPEARE_SHIPPED", tmp_path / "no-texts" / "tinyshakespeare.txt.gz")
 
 
 def test_python_docs_is_built_in_and_deterministic():
@@ -48,7 +61,33 @@ def test_python_code_reads_stdlib_sources_in_sorted_order(tmp_path):
     assert 100_000 < len(real.text) <= corpora.PYTHON_CODE_MAX_CHARS and "def " in real.text
 
 
-def test_tinyshakespeare_downloads_once_into_the_cache(workspace):
+def test_tinyshakespeare_is_built_in_byte_identical_and_needs_no_network():
+    """The shipped gzip decompresses to char-rnn's input.txt exactly; no workspace, no fetch."""
+    raw = gzip.decompress(corpora.TINYSHAKESPEARE_SHIPPED.read_bytes())
+    assert len(raw) == SHIPPED_LENGTH and hashlib.sha256(raw).hexdigest() == SHIPPED_SHA256
+    corpus = load_corpus("tinyshakespeare")  # the autouse fixture fails any download
+    assert corpus.text.encode("utf-8") == raw and corpus.text.startswith("First Citizen:\n")
+    assert "built in, no download" in corpus.description and "1,115,394 characters" in corpus.description
+    assert not CORPORA["tinyshakespeare"].needs_download
+    assert corpora.TINYSHAKESPEARE_SHIPPED.stat().st_size < 500_000  # about 434 KB
+
+
+def test_the_shipped_copy_wins_over_a_cached_download(workspace):
+    cached = workspace.cache_dir / "tinyshakespeare.txt"
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    cached.write_text(SHAKESPEARE)
+    assert load_corpus("tinyshakespeare", workspace).chars == SHIPPED_LENGTH
+
+
+def test_a_damaged_shipped_copy_says_to_reinstall(monkeypatch, tmp_path):
+    broken = tmp_path / "tinyshakespeare.txt.gz"
+    broken.write_bytes(gzip.compress(SHAKESPEARE.encode())[:20])
+    monkeypatch.setattr(corpora, "TINYSHAKESPEARE_SHIPPED", broken)
+    with pytest.raises(DataError, match="damaged.*reinstall"):
+        load_corpus("tinyshakespeare")
+
+
+def test_without_the_shipped_copy_it_downloads_once_into_the_cache(workspace, slim_install):
     calls = []
 
     def fake_fetch(url):
@@ -62,9 +101,11 @@ def test_tinyshakespeare_downloads_once_into_the_cache(workspace):
     # second use reads the cache; the (refusing) default fetch is never called
     assert load_corpus("tinyshakespeare", workspace).text == SHAKESPEARE
     assert calls == [TINYSHAKESPEARE_URL]
+    with pytest.raises(DataError, match="no built-in copy"):
+        load_corpus("tinyshakespeare")  # nowhere to download to
 
 
-def test_tinyshakespeare_offline_says_how_to_upload(workspace, monkeypatch):
+def test_without_the_shipped_copy_offline_says_how_to_upload(workspace, monkeypatch, slim_install):
     def offline(url, timeout=30.0):
         raise urllib.error.URLError("Temporary failure in name resolution")
 
@@ -76,9 +117,29 @@ def test_tinyshakespeare_offline_says_how_to_upload(workspace, monkeypatch):
     assert not (workspace.cache_dir / "tinyshakespeare.txt").exists()
 
 
-def test_a_download_that_is_not_text_is_not_cached(workspace):
+def test_a_download_that_is_not_text_is_not_cached(workspace, slim_install):
     with pytest.raises(DataError, match="binary"):
         load_corpus("tinyshakespeare", workspace, fetch=lambda url: b"\x00\x01\x02")
+    assert not (workspace.cache_dir / "tinyshakespeare.txt").exists()
+
+
+@pytest.mark.parametrize("value, off", [("1", True), ("yes", True), ("", False), ("0", False), ("false", False)])
+def test_playground_offline_turns_downloads_off(monkeypatch, value, off):
+    monkeypatch.setenv(corpora.OFFLINE_ENV, value)
+    assert corpora.downloads_off() is off
+
+
+def test_playground_offline_refuses_before_any_network(workspace, monkeypatch, slim_install):
+    """The real fetch_url with PLAYGROUND_OFFLINE=1 raises before it opens a connection."""
+    def no_connection(*args, **kwargs):
+        raise AssertionError("urlopen was called")
+
+    monkeypatch.setenv(corpora.OFFLINE_ENV, "1")
+    monkeypatch.setattr(corpora.urllib.request, "urlopen", no_connection)
+    monkeypatch.setattr(corpora, "fetch_url", REAL_FETCH_URL)
+    with pytest.raises(OfflineError, match="PLAYGROUND_OFFLINE") as info:
+        load_corpus("tinyshakespeare", workspace)
+    assert "upload it as a .txt file" in str(info.value)
     assert not (workspace.cache_dir / "tinyshakespeare.txt").exists()
 
 

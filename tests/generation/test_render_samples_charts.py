@@ -61,7 +61,7 @@ def test_alignment_chart_rows_are_targets_columns_are_sources():
     assert spec["mark"]["type"] == "bar"
 
 
-def test_validation_samples_pairs_images_and_text(workspace, tmp_path):
+def test_validation_samples_pairs_images_and_text(workspace, tmp_path, monkeypatch):
     from playground.bundle import load_bundle, save_bundle
     from playground.data.pairs import load_pair_set
     from playground.data.splits import split_indices
@@ -104,9 +104,22 @@ def test_validation_samples_pairs_images_and_text(workspace, tmp_path):
                 data={"corpus": str(outside), "val_fraction": 0.1, "max_chars": 0})
     assert validation_samples(load_bundle("pth", workspace), workspace) == []
 
-    # a corpus that would need a download gives no samples instead of fetching
+    # tinyshakespeare ships with the package: its samples are the tail of the play text
     save_bundle(workspace, "shk", GPT(gcfg), "gpt", gcfg, tokenizer=ctok, data={"corpus": "tinyshakespeare"})
-    assert validation_samples(load_bundle("shk", workspace), workspace) == []
+    lines = validation_samples(load_bundle("shk", workspace), workspace, n=3)
+    assert len(lines) == 3 and all(s.input.strip() for s in lines)
+
+    # an install without the shipped copy gives no samples instead of downloading it
+    from playground.data import corpora
+
+    def refuse(url, timeout=30.0):
+        raise AssertionError(f"validation samples must not download ({url})")
+
+    monkeypatch.setattr(corpora, "TINYSHAKESPEARE_SHIPPED", tmp_path / "absent.txt.gz")
+    monkeypatch.setattr(corpora, "fetch_url", refuse)
+    save_bundle(workspace, "shk-slim", GPT(gcfg), "gpt", gcfg, tokenizer=ctok, data={"corpus": "tinyshakespeare"})
+    assert validation_samples(load_bundle("shk-slim", workspace), workspace) == []
+    assert not (workspace.cache_dir / "tinyshakespeare.txt").exists()
 
 
 def test_display_image_round_trips_through_prepare():
