@@ -17,6 +17,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from playground.charts.layout import FULL, fit_width, panel_width
+
 SIGNED_SCALE = alt.Scale(domain=[-1, 0, 1], range=["#2166ac", "#f7f7f7", "#b2182b"])
 UNSIGNED_SCALE = alt.Scale(domain=[0, 1], range=["#f7f7f7", "#b2182b"])
 
@@ -62,8 +64,8 @@ def token_strips_chart(frame: pd.DataFrame, row: int = 0, signed_methods: set[st
     )
     text = base.mark_text(fontSize=9, color="black").encode(text="label:N") if n_units <= 64 else None
     chart = alt.layer(rects, text) if text is not None else rects
-    return chart.properties(width=width, height=max(60, 22 * len(order)),
-                            title="Importance of each input token, per method")
+    chart = chart.properties(height=max(60, 22 * len(order)), title="Importance of each input token, per method")
+    return fit_width(chart, min(FULL, width + 120))  # + the method names
 
 
 def image_data_url(image: Any) -> str:
@@ -138,6 +140,10 @@ def matrices_chart(frame: pd.DataFrame, columns: int = 3, first: tuple[str, ...]
     methods = [m for m in first if m in methods] + [m for m in methods if m not in first]
     n_rows, n_units = df["row"].nunique(), df["unit"].nunique()
     cell = 16 if max(n_rows, n_units) <= 24 else 10
+    # Each panel costs ~130 px beside its cells (output labels, axis title, spacing); the colour
+    # legend ~120 px once: shrink the cells until a row of panels fits the box.
+    per_row = max(1, min(columns, len(methods)))
+    cell = max(3, min(cell, panel_width(FULL - 120, per_row, 130) // max(1, n_units)))
     tsort = sorted(set(df["target"]), key=lambda s: int(s.split(":")[0]))
     ssort = sorted(set(df["source"]), key=lambda s: int(s.split(":")[0]))
     panels = []
@@ -145,7 +151,7 @@ def matrices_chart(frame: pd.DataFrame, columns: int = 3, first: tuple[str, ...]
         sub = df[df["method"] == m]
         panels.append(alt.Chart(_data(sub)).mark_rect().encode(
             x=alt.X("source:O", sort=ssort, title="source", axis=alt.Axis(labelAngle=-45)),
-            y=alt.Y("target:O", sort=tsort, title="output"),
+            y=alt.Y("target:O", sort=tsort, title="output", axis=alt.Axis(labelLimit=100)),
             color=alt.condition("isValid(datum.mag)", alt.Color("mag:Q", scale=UNSIGNED_SCALE,
                                                                 title="|importance| / row max"), alt.value("#d9d9d9")),
             tooltip=["method:N", "target:N", "source:N", alt.Tooltip("value:Q", format=".4g")],
@@ -201,6 +207,7 @@ def head_grid_chart(frame: pd.DataFrame, n_heads: int, cell: int = 6) -> alt.Cha
     rectangles keep the chart quick to build, send and draw (the CSV export has every value)."""
     n_q, n_k = int(frame["q"].max()) + 1, int(frame["k"].max()) + 1
     size = max(60, min(160, cell * max(n_q, n_k)))
+    size = max(24, min(size, panel_width(FULL, n_heads, 24)))  # a row of heads fits the box
     width, height = size, max(20, round(size * n_q / max(n_q, n_k)))
     panels = head_panel_images(frame, cell=max(1, round(size / max(n_q, n_k))))
     order = panels.sort_values(["layer", "head"])["panel"].tolist()

@@ -13,6 +13,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from playground.charts.layout import FULL, fit_width
+
 WIDTH, HEIGHT = 460, 240
 LN2 = math.log(2.0)
 
@@ -67,8 +69,9 @@ def agreement_chart(rows: pd.DataFrame, reference: pd.DataFrame | None = None) -
         if refs:
             layers.append(alt.Chart(_data(pd.DataFrame(refs))).mark_tick(color="crimson", thickness=2, size=18)
                           .encode(x=x, y="tau:Q", tooltip=["dataset:N", alt.Tooltip("tau:Q", format=".2f")]))
-    return alt.layer(*layers).properties(title="Kendall τ per example (red ticks: Jain & Wallace's BiLSTM means)",
-                                         width=max(WIDTH, 60 * len(order)), height=HEIGHT)
+    chart = alt.layer(*layers).properties(title="Kendall τ per example (red ticks: Jain & Wallace's BiLSTM means)",
+                                          height=HEIGHT)
+    return fit_width(chart, min(FULL, max(WIDTH, 60 * len(order)) + 80))  # + the τ axis
 
 
 def permutation_chart(rows: pd.DataFrame) -> alt.HConcatChart | alt.Chart:
@@ -102,8 +105,8 @@ def adversarial_chart(rows: pd.DataFrame) -> alt.LayerChart | alt.Chart:
                     y=alt.Y("count():Q", title="examples")))
     rule = (alt.Chart(pd.DataFrame({"x": [LN2], "label": ["ln 2"]})).mark_rule(color="crimson", strokeDash=[4, 4])
             .encode(x="x:Q", tooltip=["label:N"]))
-    return alt.layer(hist, rule).properties(title="How different can attention be with the same output?", width=WIDTH,
-                                            height=HEIGHT)
+    return fit_width(alt.layer(hist, rule).properties(title="How different can attention be with the same output?",
+                                                      height=HEIGHT), WIDTH + 80)
 
 
 def attention_pair_chart(units: list[str], original: list[float], adversarial: list[float] | None,
@@ -122,14 +125,14 @@ def attention_pair_chart(units: list[str], original: list[float], adversarial: l
         if adversarial is not None:
             recs.append({"unit": labels[i], "order": i, "which": "adversarial", "weight": adversarial[i]})
     frame = pd.DataFrame(recs)
-    return (alt.Chart(_data(frame)).mark_bar()
+    return fit_width(alt.Chart(_data(frame)).mark_bar()
             .encode(x=alt.X("unit:N", sort=alt.EncodingSortField("order"), title=None, axis=alt.Axis(labelAngle=-60)),
                     xOffset="which:N", y=alt.Y("weight:Q", title="attention (head mean)"),
                     color=alt.Color("which:N", title=None, legend=alt.Legend(orient="top"),
                                     scale=alt.Scale(domain=["original", "adversarial"], range=["#4c78a8", "#e45756"])),
                     tooltip=["unit:N", "which:N", alt.Tooltip("weight:Q", format=".3f")])
-            .properties(title="Original vs adversarial attention (same output within ε)", width=max(WIDTH, 14 * len(frame)),
-                        height=HEIGHT))
+            .properties(title="Original vs adversarial attention (same output within ε)", height=HEIGHT),
+                     min(FULL, max(WIDTH, 14 * len(frame)) + 80))  # + the attention axis and legend
 
 
 # ----------------------------------------------------------------------------------------

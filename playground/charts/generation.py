@@ -15,6 +15,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from playground.charts.layout import GENERATE, fit_width
+
 STAGE_ORDER = ["model (T = 1)", "after temperature", "after top-k", "after top-p", "after min-p (sampled from)"]
 
 
@@ -55,8 +57,9 @@ def distribution_chart(df: pd.DataFrame, title: str = "Next-token distribution")
         color=alt.Color("status:N", scale=alt.Scale(domain=["kept", "removed"], range=["#3366cc", "#dddddd"]),
                         legend=alt.Legend(title=None, orient="top")),
     )
+    # The stage names (row headers, left) and the y axis take about 240 px beside the bars.
     return (
-        bars.properties(width=max(240, 22 * len(labels)), height=70 if len(stages) > 1 else 160)
+        bars.properties(width=min(GENERATE - 240, max(240, 22 * len(labels))), height=70 if len(stages) > 1 else 160)
         .facet(row=alt.Row("stage:N", sort=stages, title=None, header=alt.Header(labelAngle=0, labelAlign="left")))
         .properties(title=title)
     )
@@ -83,7 +86,7 @@ def alignment_chart(df: pd.DataFrame, title: str = "Alignment (attention over th
     tgt_expr = f"{json.dumps([t if t.strip() else '␣' for t in tgt])}[datum.value]"
     n_src, n_tgt = max(len(src), 1), max(len(tgt), 1)
     cell = max(10, min(28, 520 // max(n_src, n_tgt)))
-    return (
+    return fit_width(
         alt.Chart(df)
         .mark_rect()
         .encode(
@@ -93,13 +96,14 @@ def alignment_chart(df: pd.DataFrame, title: str = "Alignment (attention over th
             tooltip=[alt.Tooltip("target:N", title="output token"), alt.Tooltip("source:N", title="source token"),
                      alt.Tooltip("weight:Q", format=".3f")],
         )
-        .properties(width=cell * n_src, height=cell * n_tgt, title=title)
+        .properties(height=cell * n_tgt, title=title),
+        min(GENERATE, cell * n_src + 220),  # + output labels, axis titles and the colour legend
     )
 
 
 def class_chart(df: pd.DataFrame, title: str = "Class probabilities") -> alt.Chart:
     """Horizontal bars of class probabilities (`df` columns: class, probability), most likely on top."""
-    return (
+    return fit_width(
         alt.Chart(df)
         .mark_bar(color="#3366cc")
         .encode(
@@ -107,5 +111,6 @@ def class_chart(df: pd.DataFrame, title: str = "Class probabilities") -> alt.Cha
             y=alt.Y("class:N", sort="-x", title=None),
             tooltip=[alt.Tooltip("class:N"), alt.Tooltip("probability:Q", format=".4f")],
         )
-        .properties(width=320, height=max(60, 22 * len(df)), title=title)
+        .properties(height=max(60, 22 * len(df)), title=title),
+        min(GENERATE, 480),
     )

@@ -4,6 +4,8 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from playground.charts.layout import TOKENIZER, fit_width
+
 
 def token_length_chart(lengths: pd.DataFrame) -> alt.Chart:
     """Bars of token length in bytes: share of the vocabulary and share of the corpus' tokens.
@@ -14,7 +16,7 @@ def token_length_chart(lengths: pd.DataFrame) -> alt.Chart:
     long = lengths.melt(id_vars=["length_bytes"], value_vars=[c for c in columns if c in lengths],
                         var_name="measure", value_name="share").dropna()
     long["measure"] = long["measure"].map(columns)
-    return (
+    return fit_width(
         alt.Chart(long)
         .mark_bar()
         .encode(
@@ -24,7 +26,8 @@ def token_length_chart(lengths: pd.DataFrame) -> alt.Chart:
             color=alt.Color("measure:N", title=None, legend=alt.Legend(orient="top")),
             tooltip=["length_bytes", "measure", alt.Tooltip("share:Q", format=".1%")],
         )
-        .properties(title="How long are the tokens?", width=560, height=260)
+        .properties(title="How long are the tokens?", height=260),
+        TOKENIZER,
     )
 
 
@@ -47,12 +50,12 @@ def compression_chart(sweep: pd.DataFrame, current: int | None = None) -> alt.La
         rule = alt.Chart(pd.DataFrame({"vocab_size": [current]})).mark_rule(strokeDash=[4, 4], color="gray").encode(
             x="vocab_size:Q")
         chart = alt.layer(chart, rule)
-    return chart.properties(title="Compression as the vocabulary grows", width=560, height=260)
+    return fit_width(chart.properties(title="Compression as the vocabulary grows", height=260), TOKENIZER)
 
 
 def comparison_chart(summary: pd.DataFrame) -> alt.Chart:
     """Token counts of the compared tokenizers on the same text."""
-    return (
+    return fit_width(
         alt.Chart(summary)
         .mark_bar()
         .encode(
@@ -61,5 +64,6 @@ def comparison_chart(summary: pd.DataFrame) -> alt.Chart:
             color=alt.Color("tokenizer:N", legend=None),
             tooltip=["tokenizer", "tokens", "chars_per_token", "tokens_per_word", "vocab_size"],
         )
-        .properties(title="Same text, two tokenizers", width=560, height=120)
+        .properties(title="Same text, two tokenizers", height=120),
+        TOKENIZER,
     )

@@ -8,11 +8,13 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-WIDTH, HEIGHT = 520, 240
+from playground.charts.layout import HALF, TRAIN, fit_width
+
+HEIGHT = 240
 
 
-def _empty(title: str) -> alt.Chart:
-    return alt.Chart(pd.DataFrame({"x": []})).mark_point().properties(title=title, width=WIDTH, height=HEIGHT)
+def _empty(title: str, width: int = TRAIN) -> alt.Chart:
+    return fit_width(alt.Chart(pd.DataFrame({"x": []})).mark_point().properties(title=title, height=HEIGHT), width)
 
 
 def loss_chart(curves: pd.DataFrame, title: str = "Loss") -> alt.Chart:
@@ -35,31 +37,32 @@ def loss_chart(curves: pd.DataFrame, title: str = "Loss") -> alt.Chart:
     base = alt.Chart(curves).encode(**enc)
     lines = base.mark_line()
     points = base.transform_filter(alt.datum.split == "val").mark_point(filled=True, size=40)
-    return alt.layer(lines, points).properties(title=title, width=WIDTH, height=HEIGHT)
+    return fit_width(alt.layer(lines, points).properties(title=title, height=HEIGHT), TRAIN)
 
 
 def metric_chart(points: pd.DataFrame, y: str, title: str, y_title: str | None = None, fmt: str = ".3g",
-                 log: bool = False) -> alt.Chart:
-    """One metric against step (`points`: step, <y>[, run]), one line per run if there is a run column."""
+                 log: bool = False, width: int = TRAIN) -> alt.Chart:
+    """One metric against step (`points`: step, <y>[, run]), one line per run if there is a run column;
+    `width` px in all."""
     if points.empty or y not in points:
-        return _empty(title)
+        return _empty(title, width)
     scale = alt.Scale(type="log") if log else alt.Scale(zero=False)
     enc = dict(x=alt.X("step:Q", title="step"), y=alt.Y(f"{y}:Q", title=y_title or y, scale=scale),
                tooltip=[c for c in ("run", "step") if c in points] + [alt.Tooltip(f"{y}:Q", format=fmt)])
     if "run" in points and points["run"].nunique() > 1:
         enc["color"] = alt.Color("run:N", title=None, legend=alt.Legend(orient="top"))
-    return alt.Chart(points).mark_line(point=len(points) < 60).encode(**enc).properties(
-        title=title, width=WIDTH, height=HEIGHT)
+    return fit_width(alt.Chart(points).mark_line(point=len(points) < 60).encode(**enc).properties(
+        title=title, height=HEIGHT), width)
 
 
 def lr_chart(points: pd.DataFrame) -> alt.Chart:
     """Learning rate against step (`points`: step, lr)."""
-    return metric_chart(points, "lr", "Learning rate", "lr", fmt=".3e")
+    return metric_chart(points, "lr", "Learning rate", "lr", fmt=".3e", width=HALF)
 
 
 def throughput_chart(points: pd.DataFrame, unit: str = "tokens") -> alt.Chart:
     """Throughput against step (`points`: step, throughput)."""
-    return metric_chart(points, "throughput", f"Throughput ({unit}/s)", f"{unit} per second", fmt=",.0f")
+    return metric_chart(points, "throughput", f"Throughput ({unit}/s)", f"{unit} per second", fmt=",.0f", width=HALF)
 
 
 def confusion_chart(matrix: list[list[int]], labels: list[str], title: str = "Confusion matrix (validation)") -> alt.LayerChart:
@@ -80,7 +83,7 @@ def confusion_chart(matrix: list[list[int]], labels: list[str], title: str = "Co
         color=alt.condition(alt.datum.count > top / 2, alt.value("white"), alt.value("black")),
     )
     side = max(200, min(460, 36 * len(labels)))
-    return alt.layer(cells, text).properties(title=title, width=side, height=side)
+    return fit_width(alt.layer(cells, text).properties(title=title, height=side), min(TRAIN, side + 160))
 
 
 def bottleneck_chart(buckets: pd.DataFrame, measure: str = "exact_match") -> alt.Chart:
@@ -92,7 +95,7 @@ def bottleneck_chart(buckets: pd.DataFrame, measure: str = "exact_match") -> alt
         measure, measure)
     if buckets.empty or measure not in buckets:
         return _empty(title)
-    return (
+    return fit_width(
         alt.Chart(buckets)
         .mark_line(point=True)
         .encode(
@@ -102,5 +105,6 @@ def bottleneck_chart(buckets: pd.DataFrame, measure: str = "exact_match") -> alt
             color=alt.Color("run:N", title=None, legend=alt.Legend(orient="top")),
             tooltip=["run", "bucket", alt.Tooltip(f"{measure}:Q", format=".1%"), "n"],
         )
-        .properties(title=title, width=WIDTH, height=HEIGHT)
+        .properties(title=title, height=HEIGHT),
+        TRAIN,
     )
