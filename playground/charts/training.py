@@ -37,7 +37,9 @@ def loss_chart(curves: pd.DataFrame, title: str = "Loss") -> alt.Chart:
     base = alt.Chart(curves).encode(**enc)
     lines = base.mark_line()
     points = base.transform_filter(alt.datum.split == "val").mark_point(filled=True, size=40)
-    return fit_width(alt.layer(lines, points).properties(title=title, height=HEIGHT), TRAIN)
+    # The description is read aloud by screen readers (vega sets it as the chart's aria-label).
+    about = f"{title}: steps {int(curves['step'].min())} to {int(curves['step'].max())}"
+    return fit_width(alt.layer(lines, points).properties(title=title, height=HEIGHT, description=about), TRAIN)
 
 
 def metric_chart(points: pd.DataFrame, y: str, title: str, y_title: str | None = None, fmt: str = ".3g",

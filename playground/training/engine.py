@@ -152,7 +152,7 @@ def _save(run: _Run, status: str) -> str:
         summary=_summary(run, status), tokenizer=run.prep.tokenizer, class_names=run.prep.class_names,
         optimizer=run.optimizer if cfg.save_optimizer else None,
         scheduler=run.scheduler if cfg.save_optimizer else None,
-        run_info={"status": status, "elapsed_s": round(run.elapsed_s, 3), "seen": run.seen, "unit": run.adapter.unit,
+        run_info={"status": status, "saved_at": round(time.time(), 3), "elapsed_s": round(run.elapsed_s, 3), "seen": run.seen, "unit": run.adapter.unit,
                   "device": run.caps.describe(), "world_size": run.dist.world_size,
                   "parameters": sum(p.numel() for p in run.model.parameters())},
     )

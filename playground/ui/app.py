@@ -26,6 +26,10 @@ TABS = (
 # gradio's own copies of files offered for download: swept every 10 minutes, kept for an hour.
 DELETE_CACHE = (600, 3600)
 BROWSER_KEY = "transformer-playground-user"
+# gr.Plot centres a chart wider than its box and clips both sides (the y axis goes first). Charts
+# are drawn to fit their boxes at a desktop width (playground.charts.layout); in a narrower
+# window they start at the left edge and scroll instead of losing an axis.
+APP_CSS = ".altair { align-items: flex-start !important; overflow-x: auto; }"
 
 
 def header_markdown(settings: Settings) -> str:

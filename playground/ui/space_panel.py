@@ -8,6 +8,7 @@ import pandas as pd
 from playground.errors import PlaygroundError
 from playground.spaces import UserSpace, space_rows
 from playground.ui.context import AppContext
+from playground.ui.tables import Table
 
 COLUMNS = ["kind", "name", "origin", "what", "step"]
 ABOUT = (
@@ -49,7 +50,7 @@ def refresh(space: UserSpace) -> pd.DataFrame:
 def build(ctx: AppContext) -> None:
     """Lay out the panel (inside an accordion the app places under its header)."""
     gr.Markdown(ABOUT)
-    table = gr.Dataframe(headers=COLUMNS, interactive=False, elem_id="space-table", max_height=260)
+    table = Table(headers=COLUMNS, interactive=False, elem_id="space-table", max_height=260)
     with gr.Row():
         kind = gr.Radio(["model", "tokenizer"], value="model", label="Kind", scale=1)
         name = gr.Textbox(label="Name (one of yours)", elem_id="space-name", scale=2)

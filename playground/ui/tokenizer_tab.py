@@ -30,12 +30,13 @@ from playground.tokenization.stats import compare, encode, ids_table, iter_vocab
 from playground.tokenization.vocab import TokenizerInfo, merges_table, readable, token_length_table, vocabulary_table
 from playground.tokenization.walk import walk, walk_table
 from playground.ui.context import AppContext, choices_update, text_hint, user_errors
+from playground.ui.tables import Table
 from playground.workspace import Workspace
 
 SOURCE_CHOICES = [
     ("Python help topics (built in)", "python-docs"),
     ("Python stdlib source (built in)", "python-code"),
-    ("tinyshakespeare (downloaded once)", "tinyshakespeare"),
+    ("Tiny Shakespeare (built in)", "tinyshakespeare"),
     ("Upload .txt files", "upload"),
     ("Paste text", "paste"),
 ]
@@ -374,27 +375,27 @@ def build(ctx: AppContext) -> None:
                     enc_btn = gr.Button("Encode", elem_id="tok-encode-btn")
                     enc_html = gr.HTML(elem_id="tok-encode-html")
                     enc_stats = gr.Markdown()
-                    enc_ids = gr.Dataframe(pd.DataFrame(columns=["position", "id", "token", "text"]), label="Tokens and ids",
+                    enc_ids = Table(pd.DataFrame(columns=["position", "id", "token", "text"]), label="Tokens and ids",
                                            interactive=False, max_height=320)
                 with gr.Tab("Merge walk", id="tok-walk"):
                     walk_text = gr.Textbox(" tokenization", label="A word or a line", elem_id="tok-walk-text",
                                            info=text_hint(ctx, "max_walk_chars"))
                     walk_btn = gr.Button("Walk through the merges", elem_id="tok-walk-btn")
                     walk_md = gr.Markdown()
-                    walk_df = gr.Dataframe(pd.DataFrame(columns=["word", "text", "step", "rank", "merge", "symbols"]),
+                    walk_df = Table(pd.DataFrame(columns=["word", "text", "step", "rank", "merge", "symbols"]),
                                            label="Merges in the order they fire", interactive=False, max_height=420,
                                            column_widths=["8%", "16%", "7%", "9%", "25%", "35%"], wrap=True)
                 with gr.Tab("Vocabulary", id="tok-vocab"):
                     with gr.Row(equal_height=True):
                         vocab_query = gr.Textbox(label="Find tokens containing", scale=4, elem_id="tok-vocab-query")
                         vocab_csv = gr.DownloadButton("CSV", value=None, scale=1)
-                    vocab_df = gr.Dataframe(interactive=False, max_height=420, elem_id="tok-vocab-table",
+                    vocab_df = Table(interactive=False, max_height=420, elem_id="tok-vocab-table",
                                             column_widths=["8%", "24%", "20%", "9%", "14%", "12%", "13%"])
                 with gr.Tab("Merges", id="tok-merges"):
                     with gr.Row(equal_height=True):
                         merges_query = gr.Textbox(label="Find merges containing", scale=4, elem_id="tok-merges-query")
                         merges_csv = gr.DownloadButton("CSV", value=None, scale=1)
-                    merges_df = gr.Dataframe(interactive=False, max_height=420, elem_id="tok-merges-table",
+                    merges_df = Table(interactive=False, max_height=420, elem_id="tok-merges-table",
                                              column_widths=["12%", "22%", "22%", "30%", "14%"])
                 with gr.Tab("Charts", id="tok-charts"):
                     length_plot = gr.Plot(label="Token lengths")
@@ -415,9 +416,9 @@ def build(ctx: AppContext) -> None:
                         cmp_b = gr.Dropdown(label="Tokenizer B", choices=[], interactive=True, elem_id="tok-cmp-b")
                     cmp_text = gr.Textbox(SAMPLE_TEXT, lines=4, label="Text", elem_id="tok-cmp-text")
                     cmp_btn = gr.Button("Compare", elem_id="tok-cmp-btn")
-                    cmp_summary = gr.Dataframe(interactive=False)
+                    cmp_summary = Table(interactive=False)
                     cmp_plot = gr.Plot(label="Token counts")
-                    cmp_diff = gr.Dataframe(label="Words split differently", interactive=False, max_height=360)
+                    cmp_diff = Table(label="Words split differently", interactive=False, max_height=360)
                     with gr.Row():
                         cmp_html_a = gr.HTML()
                         cmp_html_b = gr.HTML()

@@ -13,7 +13,7 @@ import dataclasses
 import functools
 import html
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +37,9 @@ from playground.scratch import download_dir
 from playground.settings import Settings
 from playground.spaces import LiveJobs
 from playground.training.config import TrainConfig, preset_to_toml
+from playground.bundle import read_metrics_csv
 from playground.ui.context import AppContext, user_errors
+from playground.ui.tables import Table
 from playground.workspace import Workspace, validate_name
 
 INTRO = (
@@ -50,6 +52,7 @@ TRANSFORMERS = ("gpt", "vit", "transformer_seq2seq")
 SEQ2SEQ = ("rnn_seq2seq", "transformer_seq2seq")
 ALL = ("gpt", "vit", "rnn_seq2seq", "transformer_seq2seq")
 CORPUS_CHOICES = ["tinyshakespeare", "python-docs", "python-code"]
+TOKENIZER_INFO = "char/auto: built from the data; or one saved in the Tokenizer tab"
 UI_INTERVAL_S = 1.0  # at most one live update per second between evaluations
 
 
@@ -152,13 +155,15 @@ def form_updates(toml_text: str) -> list[dict[str, Any]]:
     return out
 
 
-def set_field(key: str, toml_text: str, value: Any) -> str:
-    """The TOML text with `key` set to a form widget's value (None removes the key)."""
-    preset = _parse(toml_text)
-    field = next(f for f in FORM_FIELDS if f.key == key)
-    section, name = key.split(".", 1)
+def _empty(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _assign(preset: Preset, field: FormField, value: Any) -> None:
+    """Set one form field's value in the preset (an empty value removes the key: its default)."""
+    section, name = field.key.split(".", 1)
     table = preset.section(section)
-    if value is None or (isinstance(value, str) and not value.strip()):
+    if _empty(value):
         table.pop(name, None)
     elif field.kind == "int":
         table[name] = int(value)
@@ -168,7 +173,57 @@ def set_field(key: str, toml_text: str, value: Any) -> str:
         table[name] = bool(value)
     else:
         table[name] = str(value)
+
+
+def set_field(key: str, toml_text: str, value: Any) -> str:
+    """The TOML text with `key` set to a form widget's value (None removes the key)."""
+    preset = _parse(toml_text)
+    _assign(preset, next(f for f in FORM_FIELDS if f.key == key), value)
     return preset_to_toml(preset)
+
+
+def apply_form(toml_text: str, values: Sequence[Any], tokenizer: str | None = None, strict: bool = True) -> str:
+    """The TOML text with every form field of its family set to the value the form shows.
+
+    What a person sees in the form is what runs: Start and Resume read the fields themselves
+    instead of trusting that every keystroke reached the TOML (on a busy server some do not).
+    `values` follow FORM_FIELDS. A field the user emptied is refused when `strict` (Start), and
+    left alone otherwise (the on-blur sync of the TOML panel)."""
+    preset = _parse(toml_text)
+    for field, value in zip(FORM_FIELDS, values):
+        if preset.family not in field.families:
+            continue
+        section, name = field.key.split(".", 1)
+        if _empty(value):
+            if strict and name in preset.section(section):
+                raise ConfigError(f"{field.label} is empty: type a value, or pick the preset again to restore "
+                                  "its settings.")
+            continue
+        try:
+            _assign(preset, field, value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{field.label} must be a number, not {str(value)[:20]!r}.") from None
+    if tokenizer and preset.family != "vit":
+        preset.data["tokenizer"] = str(tokenizer)
+    return preset_to_toml(preset)
+
+
+def form_to_run(toml_text: str, tokenizer: str | None, *values: Any) -> tuple[str, dict[str, Any]]:
+    """Start / Resume, first step: the TOML the run will use, written from the form as the user
+    sees it (a client-side value at the click, never a keystroke still in flight), and a clean
+    run state. The next step (the `train_start` API: the TOML is the whole spec) reads it."""
+    if not toml_text or not toml_text.strip():
+        return toml_text, {}  # Resume of a run with no preset shown: its own settings
+    return apply_form(toml_text, values, tokenizer), {}
+
+
+def sync_form(toml_text: str, tokenizer: str | None, *values: Any) -> Any:
+    """The TOML panel after a field lost focus: every field's value written in (one round trip
+    per edit, not per keystroke); unparsable TOML is left as it is for the user to fix."""
+    try:
+        return apply_form(toml_text, values, tokenizer, strict=False)
+    except PlaygroundError:
+        return gr.update()
 
 
 def preset_selected(name: str | None) -> tuple[Any, ...]:
@@ -193,10 +248,13 @@ def tokenizer_choices(workspace: Workspace, toml_text: str | None, current: str 
         pass
     builtin = {"gpt": ["char"], "rnn_seq2seq": ["auto"], "transformer_seq2seq": ["auto"]}.get(family or "", [])
     names = builtin + workspace.names("tokenizers")
-    if current and current not in names:  # named in the preset but not (yet) in the workspace
+    info = TOKENIZER_INFO
+    if current and current not in names:  # named in the preset but not (yet) in the space: say so now
         names.append(current)
+        info = (f"⚠ no tokenizer named {current!r} yet: build it in the Tokenizer tab (and Save under that name), "
+                "or pick another here")
     value = current if current in names else (names[0] if names else None)
-    return gr.update(choices=names, value=value, visible=family != "vit")
+    return gr.update(choices=names, value=value, visible=family != "vit", info=info)
 
 
 def tokenizer_refresh(workspace: Workspace, current: str | None, toml_text: str | None) -> dict[str, Any]:
@@ -272,6 +330,13 @@ class LiveRun:
         elif ev.kind == "eval":
             self.evals.append({"step": ev.step, "train_loss": ev.train_loss, "val_loss": ev.val_loss, **ev.metrics})
 
+    def seed(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Start from a saved run's evaluations (Resume): its curve so far, one point per evaluation."""
+        for row in rows:
+            self.steps.append({"step": row.get("step"), "loss": row.get("train_loss"), "lr": row.get("lr"),
+                               "throughput": None, "grad_norm": None})
+            self.evals.append(dict(row))
+
     def curves(self) -> pd.DataFrame:
         train = [{"step": s["step"], "split": "train", "loss": s["loss"]} for s in self.steps if s["loss"] is not None]
         val = [{"step": e["step"], "split": "val", "loss": e["val_loss"]} for e in self.evals]
@@ -319,6 +384,9 @@ def _run_events(workspace: Workspace, settings: Settings, preset: Preset | None,
     from playground.training.engine import train
 
     live = LiveRun()
+    if resume and workspace.exists("models", name):  # Resume shows the whole curve, not only what follows
+        live.seed(read_metrics_csv(workspace.path("models", name) / "metrics.csv"))
+    started = time.time()
     caps = settings.caps
     job = dict(preset=preset, workspace=workspace, name=name, overrides=overrides, device=settings.device,
                resume=resume, max_steps_cap=caps.max_train_steps, limits=caps, policy=data_policy(settings, workspace))
@@ -333,7 +401,7 @@ def _run_events(workspace: Workspace, settings: Settings, preset: Preset | None,
                 if family is None:
                     family = workspace.get("models", name).meta.get("family", "gpt") if workspace.exists("models", name) else "gpt"
                 yield (progress_html(ev.step, ev.max_steps, ev.message), *live.charts(),
-                       *_preview_visibility(family), gr.skip(), {"name": name}, version)
+                       *_preview_visibility(family), gr.skip(), {"name": name, "started": started}, version)
                 continue
             if ev.kind == "step" and time.monotonic() - last_yield < UI_INTERVAL_S:
                 continue
@@ -398,23 +466,38 @@ def _live_run(workspace: Workspace, settings: Settings, jobs: LiveJobs | None, n
     return jobs.claim(key, "train", name, settings.caps.max_trainings_per_user, "training")
 
 
-def stop_status(workspace: Workspace, run: dict | None, wait_s: float = 5.0) -> str:
-    """After Stop: where the run was saved (waits briefly for the closing checkpoint)."""
+STOP_WAIT_S = 40.0  # a stopping run saves within a step or two; a busy server may take longer
+
+
+def stop_status(workspace: Workspace, run: dict | None, version: int = 0,
+                wait_s: float = STOP_WAIT_S) -> tuple[str, int]:
+    """After Stop: the step the run was saved at, once that checkpoint is the one on disk.
+
+    Waits for a checkpoint of this run written after it started (status "stopped" or
+    "finished"); an older one on disk (the run being resumed) is never reported as this run's.
+    Returns the status line and the next workspace version (the runs table refreshes)."""
     name = (run or {}).get("name")
     if not name:
-        return progress_html(0, 1, "nothing is running in this session", None, "stopped")
+        return progress_html(0, 1, "stopped: nothing was training in this tab", None, "stopped"), version
+    started = float((run or {}).get("started") or 0.0)
     deadline = time.monotonic() + wait_s
+    meta: dict[str, Any] = {}
     while True:
         meta = workspace.get("models", name).meta if workspace.exists("models", name) else {}
-        status = (meta.get("run") or {}).get("status")
-        if status in ("stopped", "finished") or time.monotonic() > deadline:
+        info = meta.get("run") or {}
+        if info.get("status") in ("stopped", "finished") and float(info.get("saved_at") or 0.0) >= started:
             break
+        if time.monotonic() > deadline:
+            return (progress_html(0, 1, f"stopping {name}: it saves at the step it reached (a run stopped before "
+                                        "its first step keeps nothing); the runs table shows it once saved",
+                                  None, "stopped"), version + 1)
         time.sleep(0.2)
-    step = meta.get("step", 0)
-    total = (meta.get("train") or {}).get("max_steps", step or 1)
-    if not meta:
-        return progress_html(0, 1, "stopped before the first checkpoint", None, "stopped")
-    return progress_html(step, total, f"stopped · saved as {name} at step {step}; Resume continues it", None, "stopped")
+    step = int(meta.get("step", 0))
+    total = int((meta.get("train") or {}).get("max_steps", step or 1))
+    if meta["run"]["status"] == "finished":
+        return progress_html(step, total, f"finished before the stop · saved as {name}", None, "done"), version + 1
+    return (progress_html(step, total, f"stopped · saved as {name} at step {step}; Resume continues it", None,
+                          "stopped"), version + 1)
 
 
 # -- runs ----------------------------------------------------------------------------------------
@@ -466,6 +549,18 @@ def _widget(f: FormField, initial: dict[str, Any], hint: str | None = None) -> A
     return gr.Dropdown(list(f.choices), **common)
 
 
+def _form_rows(fields: Sequence[FormField], per_row: int = 3) -> list[list[int]]:
+    """Indices of the form's rows: three fields a row, a free-text field (the corpus) on its own
+    so its value can be read."""
+    rows: list[list[int]] = []
+    for i, f in enumerate(fields):
+        if f.kind == "text" or not rows or len(rows[-1]) >= per_row or fields[rows[-1][0]].kind == "text":
+            rows.append([i])
+        else:
+            rows[-1].append(i)
+    return rows
+
+
 def build(ctx: AppContext) -> None:
     """Lay out the Train tab."""
     settings, U = ctx.settings, ctx.per_user
@@ -484,19 +579,7 @@ def build(ctx: AppContext) -> None:
         with gr.Column(scale=1, min_width=360):
             preset = gr.Dropdown(presets, value=first, label="Preset", elem_id="train-preset")
             description = gr.Markdown(initial[1], elem_id="train-description")
-            tokenizer = gr.Dropdown(label="Tokenizer", choices=[], interactive=True, elem_id="train-tokenizer",
-                                    info="char/auto: built from the data; or one saved in the Tokenizer tab")
-            with gr.Accordion("Key settings", open=True):
-                widgets = []
-                for i in range(0, len(FORM_FIELDS), 3):
-                    with gr.Row():
-                        widgets.extend(_widget(f, initial[3 + j], cap_hint(demo_caps, f.key))
-                                       for j, f in enumerate(FORM_FIELDS[i:i + 3], i))
-            upload = gr.File(label="Your data (.txt corpus, .tsv pairs, .zip of class folders)",
-                             file_types=[".txt", ".tsv", ".zip"], elem_id="train-upload")
-            with gr.Accordion("Full preset (TOML)", open=False):
-                toml = gr.Code(initial[0], language=None, lines=18, label="preset.toml", interactive=True,
-                               elem_id="train-toml")
+            # Start sits above the long form: it is the one button everybody needs.
             with gr.Row(equal_height=True):
                 name = gr.Textbox(value=first, label="Run name", elem_id="train-name", scale=3)
                 overwrite = gr.Checkbox(False, label="Overwrite", elem_id="train-overwrite", scale=1)
@@ -504,6 +587,19 @@ def build(ctx: AppContext) -> None:
                 start_btn = gr.Button("Start", variant="primary", elem_id="train-start")
                 stop_btn = gr.Button("Stop", variant="stop", elem_id="train-stop")
                 resume_btn = gr.Button("Resume", elem_id="train-resume")
+            tokenizer = gr.Dropdown(label="Tokenizer", choices=[], interactive=True, elem_id="train-tokenizer",
+                                    info=TOKENIZER_INFO)
+            with gr.Accordion("Key settings", open=True):
+                widgets = []
+                for group in _form_rows(FORM_FIELDS):
+                    with gr.Row():
+                        widgets.extend(_widget(FORM_FIELDS[i], initial[3 + i], cap_hint(demo_caps, FORM_FIELDS[i].key))
+                                       for i in group)
+            upload = gr.File(label="Your data (.txt corpus, .tsv pairs, .zip of class folders)",
+                             file_types=[".txt", ".tsv", ".zip"], elem_id="train-upload")
+            with gr.Accordion("Full preset (TOML)", open=False):
+                toml = gr.Code(initial[0], language=None, lines=18, label="preset.toml", interactive=True,
+                               elem_id="train-toml")
         with gr.Column(scale=2):
             status = gr.HTML(progress_html(0, 1, "ready", None, "stopped"), elem_id="train-status")
             with gr.Row():
@@ -515,10 +611,10 @@ def build(ctx: AppContext) -> None:
             gr.Markdown("#### Preview at the last evaluation")
             sample = gr.Textbox(label="Sample", lines=8, interactive=False, elem_id="train-sample")
             confusion = gr.Plot(label="Confusion matrix", visible=False, elem_id="train-confusion")
-            translations = gr.Dataframe(label="Translations", interactive=False, visible=False, wrap=True,
+            translations = Table(label="Translations", interactive=False, visible=False, wrap=True,
                                         elem_id="train-translations")
     with gr.Accordion("Runs in the workspace", open=False):
-        runs_df = gr.Dataframe(interactive=False, label="Runs (final metrics)", elem_id="train-runs", max_height=360)
+        runs_df = Table(interactive=False, label="Runs (final metrics)", elem_id="train-runs", max_height=360)
         with gr.Row(equal_height=True):
             compare_pick = gr.Dropdown([], multiselect=True, allow_custom_value=True, label="Compare runs",
                                        elem_id="train-compare", scale=3)
@@ -537,9 +633,14 @@ def build(ctx: AppContext) -> None:
     form_out = [toml, description, name, *widgets]
     # .input, not .change: a deep link (deeplink_view) sets the preset and its edited TOML together
     preset.input(user_errors(preset_selected), [preset], form_out, api_name="train_preset", queue=False)
+    # The TOML panel follows the form when a field is left (or Enter is pressed), not on every
+    # keystroke; Start and Resume read the fields themselves either way.
+    sync = dict(fn=user_errors(sync_form), inputs=[toml, tokenizer, *widgets], outputs=[toml], queue=False,
+                show_progress="hidden", **private)
     for f, w in zip(FORM_FIELDS, widgets):
-        w.input(user_errors(bind(set_field, f.key)), [toml, w], [toml], queue=False, show_progress="hidden",
-                api_name=f"train_set_{f.key.replace('.', '_')}", **private)
+        events = (w.blur, w.submit) if f.kind in ("int", "float") else (w.input, w.blur) if f.kind == "text" else (w.input,)
+        for i, listen in enumerate(events):
+            listen(**sync, api_name=f"train_set_{f.key.replace('.', '_')}" + ("" if i == 0 else f"_{i}"))
     toml.input(form_updates, [toml], widgets, queue=False, show_progress="hidden", api_name="train_toml_form",
                **private)
     toml.change(U(toml_tokenizer), [ctx.user, toml], [tokenizer], queue=False, show_progress="hidden",
@@ -552,17 +653,29 @@ def build(ctx: AppContext) -> None:
 
     outputs = [status, loss_plot, lr_plot, tput_plot, sample, confusion, translations, metrics_csv, run_state,
                ctx.workspace_version]
-    start_event = start_btn.click(ctx.notice("Training"), None, [status], queue=False, show_progress="hidden").then(
+    # Start and Resume: first the form as shown goes into the TOML (at the click, client-side
+    # values), then the run reads that TOML; a field left empty stops here with a message.
+    form_first = dict(fn=user_errors(form_to_run), inputs=[toml, tokenizer, *widgets], outputs=[toml, run_state],
+                      queue=False, show_progress="hidden", **private)
+    start_event = start_btn.click(**form_first).success(
+        ctx.notice("Training"), None, [status], queue=False, show_progress="hidden").then(
         U(bind(start_training, jobs=ctx.jobs), settings), [ctx.user, preset, toml, name, overwrite, ctx.workspace_version],
         outputs, api_name="train_start", show_progress="minimal", show_progress_on=[status], **ctx.heavy())
-    resume_event = resume_btn.click(ctx.notice("Resume"), None, [status], queue=False, show_progress="hidden").then(
+    resume_event = resume_btn.click(**form_first).success(
+        ctx.notice("Resume"), None, [status], queue=False, show_progress="hidden").then(
         U(bind(resume_training, jobs=ctx.jobs), settings), [ctx.user, toml, name, ctx.workspace_version], outputs,
         api_name="train_resume", show_progress="minimal", show_progress_on=[status], **ctx.heavy())
     not_started = progress_html(0, 1, "not started: see the message above", None, "error")
     ctx.reset_on_failure(start_event, status, not_started)
     ctx.reset_on_failure(resume_event, status, not_started)
-    stop_btn.click(U(stop_status), [ctx.user, run_state], [status], cancels=[start_event, resume_event],
-                   api_name="train_stop", queue=False)
+    stopping = progress_html(0, 1, "stopping: saving the run at the step it reached…", None, "stopped")
+    stop_btn.click(lambda: stopping, None, [status], cancels=[start_event, resume_event], queue=False,
+                   show_progress="hidden", **private).then(
+        U(stop_status), [ctx.user, run_state, ctx.workspace_version], [status, ctx.workspace_version],
+        api_name="train_stop", queue=False)
+    # A new preset starts from a clean slate: no status line of another run.
+    preset.input(lambda: progress_html(0, 1, "ready", None, "stopped"), None, [status], queue=False,
+                 show_progress="hidden", **private)
     compare_btn.click(U(compare_runs), [ctx.user, compare_pick, compare_metric],
                       [overlay_plot, bottleneck_plot, overlay_csv, bottleneck_csv], api_name="train_compare")
 

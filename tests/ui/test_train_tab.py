@@ -1,13 +1,14 @@
 """Train tab: handlers called directly, and one round trip through the running app."""
 from __future__ import annotations
 
+import time
 import uuid
 from pathlib import Path
 
 import pytest
 
 from playground.config import parse_preset
-from playground.errors import PlaygroundError
+from playground.errors import ConfigError, PlaygroundError
 from playground.settings import make_settings
 from playground.training.config import preset_to_toml
 from playground.ui import train_tab as tt
@@ -79,7 +80,20 @@ def test_tokenizer_choices_follow_family_and_workspace(workspace):
     assert gpt["choices"] == ["char", "bpe-1"] and gpt["value"] == "char"
     assert s2s["choices"] == ["auto", "bpe-1"] and vit["visible"] is False
     named = tt.toml_tokenizer(workspace, tt.preset_selected("nanogpt-bpe")[0])
-    assert named["value"] == "bpe" and "bpe" in named["choices"]  # the preset's name even before it exists
+    assert named["value"] == "shakespeare-bpe" and "shakespeare-bpe" in named["choices"]
+    # this bare workspace lacks it: the field says so and what to do, before anyone presses Start
+    assert "no tokenizer named 'shakespeare-bpe' yet" in named["info"] and "Tokenizer tab" in named["info"]
+
+
+def test_the_bpe_preset_names_a_tokenizer_every_user_has(tmp_path):
+    """nanogpt-bpe trains as it comes in the app: its tokenizer is on the shipped library shelf."""
+    from playground.spaces import Spaces, user_key
+
+    space = Spaces(tmp_path / "root", make_settings(tmp_path / "root", app=True).library).space(user_key(None, None, "s"), "s")
+    name = parse_preset(tt.preset_selected("nanogpt-bpe")[0]).data["tokenizer"]
+    assert space.exists("tokenizers", name) and space.load_tokenizer(name).get_vocab_size() == 1024
+    update = tt.toml_tokenizer(space, tt.preset_selected("nanogpt-bpe")[0])
+    assert update["value"] == name and update["info"] == tt.TOKENIZER_INFO
 
 
 def _word_tokenizer_json() -> str:
@@ -96,7 +110,7 @@ def test_start_streams_progress_charts_previews_and_bumps_the_version(workspace,
     assert 'data-state="done"' in status and "saved as ui-run" in status
     assert loss is not None and lr is not None and tput is not None
     assert updates[-1][-1] == 5  # two checkpoints written -> version + 2
-    assert updates[0][8] == {"name": "ui-run"}
+    assert updates[0][8]["name"] == "ui-run" and updates[0][8]["started"] > 0
     samples = [u[4] for u in updates if isinstance(u[4], str) and u[4]]
     assert samples, "the GPT preview is a text sample"
     csvs = [u[7] for u in updates if isinstance(u[7], str)]
@@ -111,18 +125,65 @@ def test_stop_closes_only_this_run_and_resume_continues(workspace, corpus):
     settings = make_settings(workspace.root, device="cpu")
     toml = _tiny_toml("gpt", corpus, max_steps=400, eval_interval=1000, log_interval=1, preview=False)
     gen = tt.start_training(workspace, settings, "tiny", toml, "stoppable", False, 0)
-    next(gen)  # start
+    run = next(gen)[8]  # start: the session's run state
     next(gen)  # a few steps in
     gen.close()  # what Stop's cancels=[...] does to this session's handler
     meta = workspace.get("models", "stoppable").meta
     assert meta["run"]["status"] == "stopped" and 0 < meta["step"] < 400
-    status = tt.stop_status(workspace, {"name": "stoppable"}, wait_s=0)
-    assert f"at step {meta['step']}" in status and 'data-state="stopped"' in status
+    status, version = tt.stop_status(workspace, run, 4, wait_s=0)
+    assert f"at step {meta['step']}" in status and 'data-state="stopped"' in status and version == 5
+
+    # The checkpoint on disk is older than a run started since (a Resume not yet saved):
+    # Stop never reports it as where the new run stopped.
+    later = {"name": "stoppable", "started": time.time() + 60}
+    status, _ = tt.stop_status(workspace, later, 0, wait_s=0)
+    assert f"at step {meta['step']}" not in status and "stopping stoppable" in status
 
     resume_toml = tt.set_field("train.max_steps", toml, meta["step"] + 3)
     updates = list(tt.resume_training(workspace, settings, resume_toml, "stoppable", 0))
     assert 'data-state="done"' in updates[-1][0]
     assert workspace.get("models", "stoppable").meta["step"] == meta["step"] + 3
+
+
+def test_resume_shows_the_whole_curve(workspace, corpus):
+    """The loss chart after Resume starts at the run's first evaluation, not where it resumed."""
+    settings = make_settings(workspace.root, device="cpu")
+    toml = _tiny_toml("gpt", corpus, max_steps=6, eval_interval=2, log_interval=1, preview=False)
+    list(tt.start_training(workspace, settings, "tiny", toml, "curve", False, 0))
+    more = tt.set_field("train.max_steps", toml, 9)
+    updates = list(tt.resume_training(workspace, settings, more, "curve", 0))
+    curve = updates[-1][1].data  # the loss chart's data: step, split, loss
+    assert curve["step"].min() == 2 and curve["step"].max() == 9  # from the first evaluation on
+    assert sorted(curve[curve["split"] == "val"]["step"]) == [2, 4, 6, 8, 9]
+
+
+def test_start_reads_the_form_not_a_stale_toml(workspace, corpus):
+    """What the form shows runs, even when the TOML panel has not caught up with the typing."""
+    settings = make_settings(workspace.root, device="cpu")
+    toml = _tiny_toml("gpt", corpus, max_steps=3, eval_interval=100, log_interval=1, preview=False)
+    values = [u.get("value") for u in tt.form_updates(toml)]
+    steps = next(i for i, f in enumerate(tt.FORM_FIELDS) if f.key == "train.max_steps")
+    values[steps] = 5  # typed into Steps; the TOML still says 3
+    ran, run_state = tt.form_to_run(toml, "char", *values)  # Start's first step, then the run reads `ran`
+    assert run_state == {} and parse_preset(ran).train["max_steps"] == 5
+    updates = list(tt.start_training(workspace, settings, "tiny", ran, "form-run", False, 0))
+    assert 'data-step="5"' in updates[-1][0]
+    assert workspace.get("models", "form-run").meta["step"] == 5
+
+    values[steps] = None  # a cleared box is refused with what to do, not a traceback
+    with pytest.raises(ConfigError, match="Steps is empty"):
+        tt.form_to_run(toml, "char", *values)
+    values[steps] = "12x"
+    assert tt.sync_form(toml, "char", *values) == {"__type__": "update"}  # the TOML stays for the user to fix
+    values[steps] = 7
+    assert parse_preset(tt.sync_form(toml, "char", *values)).train["max_steps"] == 7
+
+
+def test_form_rows_put_free_text_alone():
+    rows = tt._form_rows(tt.FORM_FIELDS)
+    assert sorted(i for r in rows for i in r) == list(range(len(tt.FORM_FIELDS)))
+    corpus = next(i for i, f in enumerate(tt.FORM_FIELDS) if f.key == "data.corpus")
+    assert [corpus] in rows and all(len(r) <= 3 for r in rows)
 
 
 def test_errors_become_gradio_errors(workspace):

@@ -1,0 +1,105 @@
+"""The Train tab in a real headless Chromium, as a student uses it: what the form shows is what
+runs, however fast they type; Stop reports the step that is saved; Resume keeps the whole curve."""
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from pathlib import Path
+
+from tests.ui.browser_helpers import BROWSER, open_app, open_tab, text_of
+
+pytestmark = BROWSER
+
+
+def _status_step(driver) -> tuple[int, int, str]:
+    """(step, max_steps, state) of the Train status bar."""
+    html = driver.find_element("id", "train-status").get_attribute("innerHTML")
+    step = re.search(r'data-step="(\d+)"', html)
+    total = re.search(r"step \d+/(\d+)", html)
+    state = re.search(r'data-state="(\w+)"', html)
+    return (int(step.group(1)) if step else -1, int(total.group(1)) if total else -1,
+            state.group(1) if state else "")
+
+
+def _type_fast(driver, css: str, text: str) -> None:
+    """Select the field's text and type over it in one burst (one key event per character)."""
+    from selenium.webdriver.common.keys import Keys
+
+    box = driver.find_element("css selector", css)
+    box.click()
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys(text)
+
+
+def _wait(driver, timeout: float, ready, what: str) -> None:
+    """Wait for `ready(driver)`; on a timeout, fail with what the status bar says."""
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    try:
+        WebDriverWait(driver, timeout).until(ready)
+    except TimeoutException:
+        raise AssertionError(f"waited {timeout:.0f} s for {what}; the status says: "
+                             f"{text_of(driver, '#train-status')!r}") from None
+
+
+def _model_meta(root: Path, name: str) -> dict:
+    found = list(root.glob(f"users/*/models/{name}/config.json"))
+    assert len(found) == 1, f"expected one saved model {name!r} under {root}, found {found}"
+    return json.loads(found[0].read_text())
+
+
+def test_fast_typing_then_start_runs_what_the_form_shows(browser, app_server):
+    """Type "300" into Steps in one burst and press Start at once: the run has 300 steps."""
+    wait = open_app(browser, app_server.url)
+    open_tab(browser, wait, "Train")
+    name = f"typed-{uuid.uuid4().hex[:6]}"
+    _type_fast(browser, "#train-name textarea, #train-name input", name)
+    _type_fast(browser, "#train-train-max-steps input", "300")
+    browser.find_element("id", "train-start").click()  # no pause: keystrokes may still be in flight
+    _wait(browser, 240, lambda d: _status_step(d)[0] > 0, "the first steps")
+    assert _status_step(browser)[1] == 300
+    browser.find_element("id", "train-stop").click()
+    _wait(browser, 120, lambda d: "saved as" in text_of(d, "#train-status"), "the stop's checkpoint")
+    assert _model_meta(app_server.workspace_root, name)["train"]["max_steps"] == 300
+
+
+def _set_number(driver, css: str, value: int) -> None:
+    """Type a number into a field and leave it (Tab), as a person does."""
+    from selenium.webdriver.common.keys import Keys
+
+    _type_fast(driver, css, str(value))
+    driver.find_element("css selector", css).send_keys(Keys.TAB)
+
+
+def test_stop_reports_the_saved_step_and_resume_keeps_the_curve(browser, app_server, tmp_path):
+    """Stop says the step of the checkpoint on disk (and the run stops there); Resume continues
+    from it and the loss chart still starts at the first evaluation."""
+    wait = open_app(browser, app_server.url)
+    open_tab(browser, wait, "Train")
+    name = f"stopper-{uuid.uuid4().hex[:6]}"
+    _type_fast(browser, "#train-name textarea, #train-name input", name)
+    _set_number(browser, "#train-train-max-steps input", 5000)
+    _set_number(browser, "#train-train-eval-interval input", 10)
+    browser.find_element("id", "train-start").click()
+    _wait(browser, 240, lambda d: _status_step(d)[0] >= 25, "25 steps")
+    browser.find_element("id", "train-stop").click()
+    _wait(browser, 120, lambda d: "saved as" in text_of(d, "#train-status"), "the stop's checkpoint")
+    said = text_of(browser, "#train-status")
+    stopped_at = int(re.search(r"at step (\d+)", said).group(1))
+    meta = _model_meta(app_server.workspace_root, name)
+    assert meta["run"]["status"] == "stopped" and meta["step"] == stopped_at >= 25
+    assert _status_step(browser)[0] == stopped_at
+    browser.find_element("id", "train-status").screenshot(str(tmp_path / "stopped.png"))
+
+    _set_number(browser, "#train-train-max-steps input", stopped_at + 20)
+    browser.find_element("id", "train-resume").click()
+    _wait(browser, 240, lambda d: _status_step(d)[2] == "done", "the resumed run to finish")
+    assert _model_meta(app_server.workspace_root, name)["step"] == stopped_at + 20
+    label = browser.execute_script(
+        "const el = document.querySelector('#train-loss-plot [role=graphics-document]');"
+        "return el ? el.getAttribute('aria-label') : null;")
+    first, last = map(int, re.search(r"steps (\d+) to (\d+)", label or "").groups())
+    assert (first, last) == (10, stopped_at + 20), label  # from the first evaluation, not the resume point
+    browser.find_element("id", "train-loss-plot").screenshot(str(tmp_path / "resumed-loss.png"))
