@@ -61,7 +61,12 @@ def parse_auth(items: list[str]) -> list[tuple[str, str]] | None:
 
 def build_auth(auth: list[str], auth_files: list[str]):
     """The rate-limited login check for gradio, or None when no login is asked for; exits on bad input."""
-    from playground.auth import AuthConfigError, LoginGuard, merge_credentials, read_auth_file
+    from playground.auth import (
+        AuthConfigError,
+        LoginGuard,
+        merge_credentials,
+        read_auth_file,
+    )
 
     try:
         sources = [parse_auth(auth) or []] + [read_auth_file(path) for path in auth_files]
@@ -119,7 +124,9 @@ def serve(app, host: str, port: int, share: bool, auth, max_file_size: int | Non
     import contextlib
     import io
 
-    from playground.ui.app import APP_CSS  # already imported by build_app: free here, not at --help
+    from playground.ui.app import (
+        APP_CSS,  # already imported by build_app: free here, not at --help
+    )
 
     captured = io.StringIO()
     with contextlib.redirect_stdout(captured) if share else contextlib.nullcontext():

@@ -10,10 +10,17 @@ from pathlib import Path
 
 import gradio as gr
 
-from playground.settings import Settings
 from playground.memory import limit_arenas, release_free_memory
+from playground.settings import Settings
 from playground.spaces import TOKEN_PATTERN, LiveJobs, Spaces, new_browser_token
-from playground.ui import analyze_tab, deeplink_view, generate_tab, space_panel, tokenizer_tab, train_tab
+from playground.ui import (
+    analyze_tab,
+    deeplink_view,
+    generate_tab,
+    space_panel,
+    tokenizer_tab,
+    train_tab,
+)
 from playground.ui.context import AppContext
 
 TABS = (

@@ -20,6 +20,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from playground.bundle import read_metrics_csv
 from playground.charts.training import (
     bottleneck_chart,
     confusion_chart,
@@ -37,7 +38,6 @@ from playground.scratch import download_dir
 from playground.settings import Settings
 from playground.spaces import LiveJobs
 from playground.training.config import TrainConfig, preset_to_toml
-from playground.bundle import read_metrics_csv
 from playground.ui.context import AppContext, user_errors
 from playground.ui.tables import Table
 from playground.workspace import Workspace, validate_name
