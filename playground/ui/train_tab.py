@@ -537,28 +537,17 @@ def compare_runs(workspace: Workspace, names: list[str] | None, metric: str) -> 
 def _widget(f: FormField, initial: dict[str, Any], hint: str | None = None) -> Any:
     info = " · ".join(x for x in (f.info, hint) if x) or None
     common = dict(label=f.label, info=info, elem_id=f"train-{f.key.replace('.', '-').replace('_', '-')}",
-                  interactive=True, min_width=140, value=initial.get("value"), visible=initial.get("visible", True))
+                  interactive=True, min_width=320 if f.kind == "text" else 140,  # free text (the corpus): a whole line
+                  value=initial.get("value"), visible=initial.get("visible", True))
     if f.kind == "int":
         return gr.Number(precision=0, **common)
     if f.kind == "float":
         return gr.Number(**common)
     if f.kind == "bool":
-        return gr.Checkbox(**{k: v for k, v in common.items() if k != "min_width"})
+        return gr.Checkbox(**{**common, "min_width": 200})
     if f.kind == "text":
         return gr.Dropdown(list(f.choices), allow_custom_value=True, **common)
     return gr.Dropdown(list(f.choices), **common)
-
-
-def _form_rows(fields: Sequence[FormField], per_row: int = 3) -> list[list[int]]:
-    """Indices of the form's rows: three fields a row, a free-text field (the corpus) on its own
-    so its value can be read."""
-    rows: list[list[int]] = []
-    for i, f in enumerate(fields):
-        if f.kind == "text" or not rows or len(rows[-1]) >= per_row or fields[rows[-1][0]].kind == "text":
-            rows.append([i])
-        else:
-            rows[-1].append(i)
-    return rows
 
 
 def build(ctx: AppContext) -> None:
@@ -590,11 +579,9 @@ def build(ctx: AppContext) -> None:
             tokenizer = gr.Dropdown(label="Tokenizer", choices=[], interactive=True, elem_id="train-tokenizer",
                                     info=TOKENIZER_INFO)
             with gr.Accordion("Key settings", open=True):
-                widgets = []
-                for group in _form_rows(FORM_FIELDS):
-                    with gr.Row():
-                        widgets.extend(_widget(FORM_FIELDS[i], initial[3 + i], cap_hint(demo_caps, FORM_FIELDS[i].key))
-                                       for i in group)
+                # One wrapping row: the family's fields flow two or three a line, hidden ones take no room.
+                with gr.Row():
+                    widgets = [_widget(f, initial[3 + i], cap_hint(demo_caps, f.key)) for i, f in enumerate(FORM_FIELDS)]
             upload = gr.File(label="Your data (.txt corpus, .tsv pairs, .zip of class folders)",
                              file_types=[".txt", ".tsv", ".zip"], elem_id="train-upload")
             with gr.Accordion("Full preset (TOML)", open=False):

@@ -179,12 +179,6 @@ def test_start_reads_the_form_not_a_stale_toml(workspace, corpus):
     assert parse_preset(tt.sync_form(toml, "char", *values)).train["max_steps"] == 7
 
 
-def test_form_rows_put_free_text_alone():
-    rows = tt._form_rows(tt.FORM_FIELDS)
-    assert sorted(i for r in rows for i in r) == list(range(len(tt.FORM_FIELDS)))
-    corpus = next(i for i, f in enumerate(tt.FORM_FIELDS) if f.key == "data.corpus")
-    assert [corpus] in rows and all(len(r) <= 3 for r in rows)
-
 
 def test_errors_become_gradio_errors(workspace):
     import gradio as gr
