@@ -29,6 +29,7 @@ from playground.tokenization.bpe import (
 from playground.tokenization.stats import compare, encode, ids_table, iter_vocab_sweep, tokens_html
 from playground.tokenization.vocab import TokenizerInfo, merges_table, readable, token_length_table, vocabulary_table
 from playground.tokenization.walk import walk, walk_table
+from playground.ui.components import Chart, Slider
 from playground.ui.context import AppContext, choices_update, text_hint, user_errors
 from playground.ui.tables import Table
 from playground.workspace import Workspace
@@ -337,7 +338,7 @@ def build(ctx: AppContext) -> None:
             gr.Markdown("### 2 · Options")
             kind = gr.Radio([("BPE", "bpe"), ("characters", "char")], value="bpe", label="Tokenizer",
                             elem_id="tok-kind")
-            vocab_size = gr.Slider(32, max_vocab, value=min(8192, max_vocab), step=1, label="Vocabulary size",
+            vocab_size = Slider(32, max_vocab, value=min(8192, max_vocab), step=1, label="Vocabulary size",
                                    info="includes special tokens and the base alphabet (256 bytes for byte-level)",
                                    elem_id="tok-vocab-size")
             with gr.Accordion("More options", open=False):
@@ -398,17 +399,17 @@ def build(ctx: AppContext) -> None:
                     merges_df = Table(interactive=False, max_height=420, elem_id="tok-merges-table",
                                              column_widths=["12%", "22%", "22%", "30%", "14%"])
                 with gr.Tab("Charts", id="tok-charts"):
-                    length_plot = gr.Plot(label="Token lengths")
+                    length_plot = Chart(label="Token lengths")
                     lengths_csv = gr.DownloadButton("Token lengths CSV", value=None)
                     gr.Markdown("**Vocabulary sweep**: one training run at the largest size gives every smaller "
                                 "vocabulary (BPE's merges are a prefix of a bigger run's), measured on held-out text "
                                 "of the corpus and options on the left.")
                     with gr.Row(equal_height=True):
-                        largest = gr.Slider(256, max_vocab, value=min(32768, max_vocab), step=1,
+                        largest = Slider(256, max_vocab, value=min(32768, max_vocab), step=1,
                                             label="Largest vocabulary", scale=3)
                         sweep_btn = gr.Button("Run sweep", scale=1, elem_id="tok-sweep")
                     sweep_status = gr.Markdown()
-                    sweep_plot = gr.Plot(label="Compression vs vocabulary size")
+                    sweep_plot = Chart(label="Compression vs vocabulary size")
                     sweep_csv = gr.DownloadButton("Sweep CSV", value=None)
                 with gr.Tab("Compare", id="tok-compare"):
                     with gr.Row():
@@ -417,7 +418,7 @@ def build(ctx: AppContext) -> None:
                     cmp_text = gr.Textbox(SAMPLE_TEXT, lines=4, label="Text", elem_id="tok-cmp-text")
                     cmp_btn = gr.Button("Compare", elem_id="tok-cmp-btn")
                     cmp_summary = Table(interactive=False)
-                    cmp_plot = gr.Plot(label="Token counts")
+                    cmp_plot = Chart(label="Token counts")
                     cmp_diff = Table(label="Words split differently", interactive=False, max_height=360)
                     with gr.Row():
                         cmp_html_a = gr.HTML()

@@ -38,6 +38,7 @@ from playground.scratch import download_dir
 from playground.settings import Settings
 from playground.spaces import LiveJobs
 from playground.training.config import TrainConfig, preset_to_toml
+from playground.ui.components import Chart
 from playground.ui.context import AppContext, user_errors
 from playground.ui.tables import Table
 from playground.workspace import Workspace, validate_name
@@ -54,6 +55,7 @@ ALL = ("gpt", "vit", "rnn_seq2seq", "transformer_seq2seq")
 CORPUS_CHOICES = ["tinyshakespeare", "python-docs", "python-code"]
 TOKENIZER_INFO = "char/auto: built from the data; or one saved in the Tokenizer tab"
 UI_INTERVAL_S = 1.0  # at most one live update per second between evaluations
+SIDE_INTERVAL_S = 5.0  # learning-rate and throughput charts: at most one redraw per 5 s between evaluations
 
 
 @dataclass(frozen=True)
@@ -392,7 +394,7 @@ def _run_events(workspace: Workspace, settings: Settings, preset: Preset | None,
                resume=resume, max_steps_cap=caps.max_train_steps, limits=caps, policy=data_policy(settings, workspace))
     # The served app trains in a child process (its own GIL and heap); tests and a laptop may not.
     events = iter_in_child(TRAIN_TARGET, job, stop_kw="stop") if settings.isolate_jobs else train(**job)
-    last_yield = 0.0
+    last_yield = last_side = 0.0
     family = preset.family if preset is not None else None
     try:
         for ev in events:
@@ -408,7 +410,12 @@ def _run_events(workspace: Workspace, settings: Settings, preset: Preset | None,
             last_yield = time.monotonic()
             if ev.kind == "step":
                 text = f"loss {ev.train_loss:.4f} · lr {ev.lr:.2e} · {ev.throughput or 0:,.0f} {ev.unit}/s"
-                yield (progress_html(ev.step, ev.max_steps, text, ev.eta_s), *live.charts(),
+                loss, lr, tput = live.charts()
+                if last_yield - last_side < SIDE_INTERVAL_S:  # the slow-moving side charts redraw less often
+                    lr, tput = gr.skip(), gr.skip()
+                else:
+                    last_side = last_yield
+                yield (progress_html(ev.step, ev.max_steps, text, ev.eta_s), loss, lr, tput,
                        gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip())
             elif ev.kind == "eval":
                 version += 1  # a checkpoint was written: Generate / Analyze refresh their lists
@@ -590,14 +597,14 @@ def build(ctx: AppContext) -> None:
         with gr.Column(scale=2):
             status = gr.HTML(progress_html(0, 1, "ready", None, "stopped"), elem_id="train-status")
             with gr.Row():
-                loss_plot = gr.Plot(label="Loss", elem_id="train-loss-plot")
+                loss_plot = Chart(label="Loss", elem_id="train-loss-plot")
             with gr.Row():
-                lr_plot = gr.Plot(label="Learning rate", elem_id="train-lr-plot")
-                tput_plot = gr.Plot(label="Throughput", elem_id="train-tput-plot")
+                lr_plot = Chart(label="Learning rate", elem_id="train-lr-plot")
+                tput_plot = Chart(label="Throughput", elem_id="train-tput-plot")
             metrics_csv = gr.DownloadButton("Metrics CSV", value=None, elem_id="train-metrics-csv")
             gr.Markdown("#### Preview at the last evaluation")
             sample = gr.Textbox(label="Sample", lines=8, interactive=False, elem_id="train-sample")
-            confusion = gr.Plot(label="Confusion matrix", visible=False, elem_id="train-confusion")
+            confusion = Chart(label="Confusion matrix", visible=False, elem_id="train-confusion")
             translations = Table(label="Translations", interactive=False, visible=False, wrap=True,
                                         elem_id="train-translations")
     with gr.Accordion("Runs in the workspace", open=False):
@@ -609,8 +616,8 @@ def build(ctx: AppContext) -> None:
                                          value="loss", label="Curve", scale=1, elem_id="train-compare-metric")
             compare_btn = gr.Button("Compare", scale=1, elem_id="train-compare-btn")
         with gr.Row():
-            overlay_plot = gr.Plot(label="Curves", elem_id="train-overlay")
-            bottleneck_plot = gr.Plot(label="Accuracy vs source length (seq2seq)", elem_id="train-bottleneck")
+            overlay_plot = Chart(label="Curves", elem_id="train-overlay")
+            bottleneck_plot = Chart(label="Accuracy vs source length (seq2seq)", elem_id="train-bottleneck")
         with gr.Row():
             overlay_csv = gr.DownloadButton("Curves CSV", value=None)
             bottleneck_csv = gr.DownloadButton("Accuracy by length CSV", value=None)
