@@ -9,7 +9,7 @@ import argparse
 
 from playground.cli import register_modules
 
-TARGETS = ("tokenizer", "train", "generate", "analyze", "experiments", "serve")
+TARGETS = ("tokenizer", "train", "generate", "analyze", "experiments", "serve", "browser")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

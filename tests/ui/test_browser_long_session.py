@@ -12,13 +12,13 @@ a fresh tab of the same browser (medians). On a shared 2-core machine those time
 several times from one minute to the next with other work, so a 20% bound would be noise;
 the figures asserted on are the deterministic causes of the slowdown (a document click
 listener and a detached chart per chart update, nodes and heap that only grow).
-Run the longer measurement with `python -m playground.bench.browser_session`.
+Run the longer measurement with `python -m playground bench browser`.
 """
 from __future__ import annotations
 
 import statistics
 
-from playground.bench.browser_session import DEMO_GPT, Options, Page, fresh_probe
+from playground.bench.browser import DEMO_GPT, Options, Page, fresh_probe
 from tests.conftest import serve_app
 from tests.ui.browser_helpers import BROWSER
 

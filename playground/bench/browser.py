@@ -1,4 +1,4 @@
-"""`python -m playground.bench.browser_session`: does the page stay light over a long session?
+"""`python -m playground bench browser`: does the page stay light over a long session?
 
 Serves the real app in this process on a free 127.0.0.1 port over a temp root, drives ONE tab
 of Debian's headless Chromium (Selenium, never a download) through a scripted long session,
@@ -410,7 +410,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m playground.bench.browser_session", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m playground.bench.browser", description=__doc__.split("\n")[0])
     add_arguments(parser)
     return run(parser.parse_args(argv))
 
