@@ -86,46 +86,107 @@ def checkpoint_view(workspace: Workspace, checkpoint: str | None) -> dict[str, A
             "defaults": [m for m in DEFAULT_METHODS if m in methods]}
 
 
-def checkpoint_changed(workspace: Workspace, checkpoint: str | None) -> tuple:
-    """Updates for (about, text, image, sample, position, target, methods) when the checkpoint changes."""
+def checkpoint_changed(workspace: Workspace, checkpoint: str | None, handoff: dict | None = None) -> tuple:
+    """Updates for (about, text, image, sample, position, target, methods) when the checkpoint
+    changes, then (summary, importance, agreement, grounding, heads, files) cleared: nothing of
+    the previous model's explanation stays. A `handoff` from the Generate tab for this checkpoint
+    fills the input and the target."""
     view = checkpoint_view(workspace, checkpoint)
     kind = view["kind"]
+    cleared = ("", None, None, gr.update(value=None, visible=False), None, None)
     if kind is None:
         return (gr.update(value="Choose a checkpoint (train one in the Train tab)."), gr.update(), gr.update(),
-                gr.update(), gr.update(), gr.update(), gr.update())
+                gr.update(), gr.update(), gr.update(), gr.update(), *cleared)
     about = f"{ABOUT[kind]}  \nFamily `{view['family']}`."
+    handed = handoff if handoff and handoff.get("checkpoint") == checkpoint else None
+    target_choices: list[Any] = list(view["classes"])
+    text = gr.update(visible=kind != "classifier", label=TEXT_LABEL[kind])
+    image = gr.update(visible=kind == "classifier")
+    position, target = "", None
+    if handed:
+        about += f"  \n**From the Generate tab:** {handed['note']}"
+        if kind == "classifier":
+            image = gr.update(visible=True, value=handed.get("image"))
+        else:
+            text = gr.update(visible=True, label=TEXT_LABEL[kind], value=handed.get("text", ""))
+        position = handed.get("position", "")
+        target = handed.get("target")
+        if handed.get("target_choice") and handed["target_choice"][1] not in [c if isinstance(c, str) else c[1]
+                                                                              for c in target_choices]:
+            target_choices.append(tuple(handed["target_choice"]))
     return (
         gr.update(value=about),
-        gr.update(visible=kind != "classifier", label=TEXT_LABEL[kind]),
-        gr.update(visible=kind == "classifier"),
+        text,
+        image,
         gr.update(visible=bool(view["samples"]), choices=view["samples"], value=None),
-        gr.update(visible=kind != "classifier", label=POSITION_LABEL[kind]),
-        gr.update(visible=kind != "seq2seq", choices=view["classes"],
+        gr.update(visible=kind != "classifier", label=POSITION_LABEL[kind], value=position),
+        gr.update(visible=kind != "seq2seq", choices=target_choices, value=target,
                   label="Target class (blank = predicted)" if kind == "classifier" else
                   "Target token (blank = prediction; #id for an id)"),
         gr.update(choices=view["methods"], value=view["defaults"]),
+        *cleared,
     )
 
 
-def from_selection(selection: dict | None) -> tuple:
-    """Prefill (checkpoint, text, position, target, handoff) from a target picked in the Generate tab."""
+def handoff_of(selection: dict | None) -> dict | None:
+    """What the Analyze tab takes from a target picked in the Generate tab: the checkpoint, the
+    input (text and ids, or the image), the target as the tab's controls hold it, and a note
+    naming the target the way a person reads it (the token or the class name, not an id)."""
     if not selection or not selection.get("checkpoint"):
-        return gr.update(), gr.update(), gr.update(), gr.update(), gr.update()
+        return None
     kind = selection.get("kind", "lm")
+    out: dict[str, Any] = {"checkpoint": selection["checkpoint"], "kind": kind}
+    token = selection.get("target_token")
+    if kind == "classifier":
+        k = selection.get("target_position")
+        name = token if token not in (None, "") else (str(k) if k is not None else None)
+        image = _handed_image(selection.get("input"), bool(selection.get("invert")))
+        out.update(text="", image=image, target=name, position="",
+                   note=f"explaining class `{name}` of the classified image"
+                        + (" (inverted, as it was classified)" if selection.get("invert") else "") + ".")
+        return out
     if kind == "lm":
         pos = selection.get("target_position")
         ids = selection.get("input_ids")
-        context = selection.get("context")
         if ids is not None and pos is not None:
             ids = list(ids)[: int(pos)]
-        text = context if context is not None else selection.get("input", "")
-        target = f"#{selection['target_id']}" if selection.get("target_id") is not None else selection.get("target_token")
-        handoff = {"text": text, "ids": ids} if ids else None
-        return (gr.update(value=selection["checkpoint"]), gr.update(value=text), gr.update(value=""),
-                gr.update(value=target), handoff)
-    handoff = {"text": selection.get("input", ""), "output_ids": selection.get("output_ids")}
-    return (gr.update(value=selection["checkpoint"]), gr.update(value=selection.get("input", "")),
-            gr.update(value=str(selection.get("target_position", ""))), gr.update(value=None), handoff)
+        text = selection.get("context")
+        text = text if text is not None else selection.get("input", "")
+        target_id = selection.get("target_id")
+        shown = repr(token) if token is not None else f"#{target_id}"
+        value = f"#{target_id}" if target_id is not None else token
+        out.update(text=text, ids=ids or None, position="", target=value, note=f"explaining the next token {shown} "
+                   "after the text below (its last token is the query).")
+        if target_id is not None:
+            out["target_choice"] = (f"{shown}  (token #{target_id})", value)
+        return out
+    step = selection.get("target_position")
+    out.update(text=selection.get("input", ""), output_ids=selection.get("output_ids"),
+               position=str(step) if step is not None else "", target=None,
+               note=f"explaining output token {token!r} (output step {step}) of this source; the rows are every "
+                    "output token.")
+    return out
+
+
+def _handed_image(image: Any, invert: bool) -> Any:
+    """The image the Generate tab classified (inverted like it was, when it was)."""
+    if image is None or not invert:
+        return image
+    import numpy as np
+    from PIL import Image
+
+    with Image.open(image) as img:
+        return 255 - np.asarray(img.convert("RGB"), dtype=np.uint8)
+
+
+def from_selection(workspace: Workspace, selection: dict | None) -> tuple:
+    """Prefill everything from a target picked in the Generate tab: (checkpoint, handoff, then
+    what `checkpoint_changed` gives for it)."""
+    handoff = handoff_of(selection)
+    if handoff is None:
+        return tuple(gr.skip() for _ in range(15))
+    return (gr.update(value=handoff["checkpoint"]), handoff,
+            *checkpoint_changed(workspace, handoff["checkpoint"], handoff))
 
 
 def _export(result: Any) -> list[str]:
@@ -205,12 +266,16 @@ def run_analysis(workspace: Workspace, device: str, checkpoint: str | None, text
 
     `max_ig_steps` (a shared server's cap) bounds integrated gradients' steps, the auto-raise included;
     `caps` (default FULL_CAPS) bounds the text's length."""
-    from playground.limits import check_text
     from playground.analysis.attributions import MAX_STEPS
-    from playground.analysis.per_input import AnalysisOptions, InputSpec, analyze_checkpoint
+    from playground.analysis.per_input import (
+        AnalysisOptions,
+        InputSpec,
+        analyze_checkpoint,
+    )
     from playground.bundle import cached_bundle
     from playground.charts.analysis import head_frame, head_grid_chart
     from playground.errors import PlaygroundError
+    from playground.limits import check_text
 
     if not checkpoint:
         raise PlaygroundError("Choose a checkpoint first.")
@@ -220,7 +285,8 @@ def run_analysis(workspace: Workspace, device: str, checkpoint: str | None, text
     bundle = cached_bundle(checkpoint, workspace, device)
     spec = InputSpec(text=text or None, image=image, sample=_int_or_none(sample), position=_int_or_none(position),
                      target=(target or None) if not isinstance(target, (int, float)) else int(target))
-    if handoff and handoff.get("text") == (text or "") and sample in (None, ""):
+    if handoff and handoff.get("checkpoint") == checkpoint and handoff.get("text") == (text or "") \
+            and sample in (None, ""):
         spec.ids = handoff.get("ids")
         spec.output_ids = handoff.get("output_ids")
         if spec.ids is not None:
@@ -256,13 +322,8 @@ def build(ctx: AppContext) -> None:
                 raise
             experiments = None
         if experiments is not None:
-            with gr.Tab("Experiments", id="analyze-experiments", elem_id="analyze-experiments"):
-                import inspect
-
-                if len(inspect.signature(experiments.build).parameters) >= 2:
-                    experiments.build(ctx, checkpoint)  # shares the checkpoint dropdown
-                else:
-                    experiments.build(ctx)
+            with gr.Tab("Experiments", id="analyze-experiments", elem_id="analyze-experiments") as experiments_tab:
+                experiments.build(ctx, checkpoint, experiments_tab)  # shares the checkpoint dropdown
 
 
 def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, about: gr.Markdown) -> None:
@@ -304,9 +365,10 @@ def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, abou
     heads = gr.Plot(label="Layer x head: attention maps and entropy", elem_id="analyze-heads")
     files = gr.File(label="Export: CSV and JSON of everything shown", file_count="multiple", elem_id="analyze-files")
 
-    checkpoint.change(ctx.per_user(checkpoint_changed), [ctx.user, checkpoint],
-                      [about, text, image, sample, position, target, methods], api_name="analyze_checkpoint",
-                      queue=False, show_progress="hidden")
+    controls = [about, text, image, sample, position, target, methods]
+    results = [summary, importance, agreement, grounding, heads, files]
+    checkpoint.change(ctx.per_user(checkpoint_changed), [ctx.user, checkpoint, handoff], [*controls, *results],
+                      api_name="analyze_checkpoint", queue=False, show_progress="hidden")
     image.upload(lambda: gr.update(value=None), None, [sample], queue=False, show_progress="hidden",
                  api_name=False)
 
@@ -316,9 +378,11 @@ def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, abou
                             ig_steps, ig_auto, handoff, progress, max_ig_steps=ctx.settings.caps.max_ig_steps,
                             caps=ctx.settings.caps)
 
-    event = run_btn.click(
+    event = run_btn.click(None, None, [summary], js="() => 'Explaining… (the progress bar below shows how far)'",
+                          queue=False, show_progress="hidden").then(
         ctx.per_user(_run), [ctx.user, checkpoint, text, image, sample, position, target, methods, layer, head, ig_steps, ig_auto, handoff],
         [summary, importance, agreement, grounding, heads, files], api_name="analyze", **ctx.analysis())
     stop_btn.click(None, None, None, cancels=[event], api_name=False)
-    ctx.selection.change(from_selection, [ctx.selection], [checkpoint, text, position, target, handoff],
-                         api_name="analyze_from_selection", queue=False, show_progress="hidden")
+    ctx.selection.change(ctx.per_user(from_selection), [ctx.user, ctx.selection],
+                         [checkpoint, handoff, *controls, *results], api_name="analyze_from_selection", queue=False,
+                         show_progress="hidden")

@@ -35,10 +35,38 @@ EXPERIMENT_LABELS: dict[str, str] = {
 ALL_METHODS = ["attention", "attention_mean", "rollout", "norm", "relevancy", "flow", "saliency", "ixg", "ig", "loo",
                "attention_grad", "random"]
 YIELD_EVERY_S = 1.0
+DEFAULT_N = 50  # held-out examples, unless the experiment has its own default
+EXPERIMENT_N = {"adversarial": 10}  # the adversarial search costs seconds per example: its default run stays near a minute
+DEFAULT_STEPS = 100  # adversarial Adam steps (the CLI keeps J&W's 500)
+NO_ESTIMATE = ("No time estimate for this experiment (it retrains models or scores whole validation splits); "
+               "once it runs, the status line says how far it is.")
 
 
 def experiment_choices() -> list[tuple[str, str]]:
     return [(label, key) for key, label in EXPERIMENT_LABELS.items()]
+
+
+def default_n(experiment: str | None) -> int:
+    """The held-out examples an experiment starts with."""
+    return EXPERIMENT_N.get(experiment or "", DEFAULT_N)
+
+
+def capped_n(settings: Any, n: float | None) -> int:
+    """The examples a run will use: the slider's value within this server's cap."""
+    cap = settings.caps.max_analysis_examples
+    value = max(1, int(n or 1))
+    return min(value, cap) if cap is not None else value
+
+
+def eta_text(so_far_s: float, done: int, total: int, loop_s: float | None = None) -> str:
+    """'12 s so far, about 30 s left': the pace of the `done` finished examples (over `loop_s`
+    seconds of the example loop, default all `so_far_s`) times the examples left."""
+    from playground.analysis.experiments_estimate import format_seconds
+
+    so_far = f"{so_far_s:.0f} s so far"
+    if done <= 0 or total <= done:
+        return so_far
+    return f"{so_far}, {format_seconds((loop_s or so_far_s) / done * (total - done))} left"
 
 
 def _load(workspace: Any, settings: Any, checkpoint: str | None) -> Any:
@@ -67,16 +95,18 @@ def build_options(settings: Any, n: float, seed: float, module: str | None, head
                   steps: float, k: float, views: list[str], references: list[str], methods: list[str], level: str,
                   seeds: str, retrain_steps: float | None) -> Any:
     """Widget values -> ExperimentOptions (demo caps applied)."""
-    from playground.analysis.experiments_run import ExperimentOptions, parse_heads, parse_ints
+    from playground.analysis.experiments_run import (
+        ExperimentOptions,
+        parse_heads,
+        parse_ints,
+    )
 
     caps = settings.caps
-    n = int(n or 1)
-    if caps.max_analysis_examples is not None:
-        n = min(n, caps.max_analysis_examples)
+    n = capped_n(settings, n)
     eps = None if epsilon in (None, "", "default") else float(epsilon)
     return ExperimentOptions(
         n=max(1, n), seed=int(seed or 0), module=module or None, heads=parse_heads(heads), n_perm=max(1, int(n_perm or 100)),
-        k=max(1, int(k or 5)), epsilon=eps, steps=max(1, int(steps or 500)),
+        k=max(1, int(k or 5)), epsilon=eps, steps=max(1, int(steps or DEFAULT_STEPS)),
         views=tuple(views or ()), references=tuple(references or ()), methods=tuple(methods) if methods else None,
         level=level or "attention", seeds=parse_ints(seeds), retrain_steps=int(retrain_steps) if retrain_steps else None,
         device=settings.resolved_device, max_steps_cap=caps.max_train_steps,
@@ -117,13 +147,19 @@ def stats_table(result: Any) -> pd.DataFrame:
 
 
 def _render(result: Any, folder: Path, status: str) -> tuple[Any, ...]:
+    """(status, summary, chart, table, files, result path, example slider, adversarial controls)."""
     from playground.analysis.experiments_summary import summarize
     from playground.charts.experiments import experiment_chart
 
     files = _write_files(result, folder)
     n_examples = len(result.extra.get("example_labels") or []) or result.n_done
     return (status, summarize(result).to_markdown(), experiment_chart(result), stats_table(result), files, files[1],
-            gr.update(maximum=max(1, n_examples - 1)))
+            gr.update(maximum=max(1, n_examples - 1)), gr.update(visible=result.experiment == "adversarial"))
+
+
+def cleared() -> tuple[Any, ...]:
+    """What the result area shows after a model switch: nothing of the previous model's run."""
+    return ("", "", None, None, None, None, gr.update(visible=False), None)
 
 
 # On ZeroGPU the GPU is attached for the whole experiment. This handler, not iter_experiment, is the
@@ -133,7 +169,9 @@ def run_experiment(workspace: Any, settings: Any, checkpoint: str | None, experi
                    module: str | None, heads: str, epsilon: str, n_perm: float, steps: float, k: float,
                    views: list[str], references: list[str], methods: list[str], level: str, seeds: str,
                    retrain_steps: float | None, progress: Any = None):
-    """Generator handler: yields (status, summary, chart, table, files, result_path, example slider) as it goes.
+    """Generator handler: yields (status, summary, chart, table, files, result_path, example slider,
+    adversarial controls) as it goes; the status line says the time so far and, after the first
+    example, about how long is left.
 
     Stopping (the Stop button cancels this generator) keeps the last yielded partial result on
     screen and in the download files.
@@ -154,25 +192,84 @@ def run_experiment(workspace: Any, settings: Any, checkpoint: str | None, experi
     last_yield = 0.0
     result = None
     t0 = time.perf_counter()
+    skip = (gr.skip(),) * 7
+    starting = f"Running: {EXPERIMENT_LABELS[experiment]} on {options.n} example{'s' if options.n != 1 else ''}, starting…"
+    yield (starting, *skip)
     while True:
         try:
             event: Progress = next(gen)
         except StopIteration as done:
             result = done.value
             break
+        now = time.perf_counter()
+        eta = eta_text(now - t0, event.done, event.total, event.elapsed_s)
         if progress is not None:
-            progress(event.fraction, desc=event.message)
+            progress(event.fraction, desc=f"{event.message} ({eta})")
         if event.partial is not None:
             result = event.partial
-        now = time.perf_counter()
-        if result is not None and result.n_done and now - last_yield >= YIELD_EVERY_S:
+        if now - last_yield >= YIELD_EVERY_S:
             last_yield = now
-            yield _render(result, folder, f"Running: {event.message} ({now - t0:.0f} s). Stop keeps what is finished.")
+            status = f"Running: {event.message} ({eta}). Stop keeps what is finished."
+            yield _render(result, folder, status) if result is not None and result.n_done else (status, *skip)
     if result is None:
         raise PlaygroundError("The experiment produced no result.")
     status = (f"Stopped after {result.examples_done} of {result.n_requested}; the numbers cover those." if result.stopped
               else f"Done: {result.examples_done} of {result.n_requested} in {time.perf_counter() - t0:.1f} s.")
     yield _render(result, folder, status)
+
+
+def calibration_key(checkpoint: str | None, experiment: str, options: Any) -> str:
+    """What a timing depends on besides the example count and the Adam steps (which scale it)."""
+    o = options.to_dict()
+    return json.dumps([checkpoint, experiment, *(o[f] for f in ("module", "heads", "k", "n_perm", "epsilon", "views",
+                                                                 "references", "methods", "level", "seed"))],
+                      default=str)
+
+
+def estimate(workspace: Any, settings: Any, checkpoint: str | None, experiment: str, n: float, seed: float,
+             module: str | None, heads: str, epsilon: str, n_perm: float, steps: float, k: float,
+             views: list[str], references: list[str], methods: list[str], level: str, seeds: str,
+             retrain_steps: float | None, calibration: dict | None = None) -> tuple[str, dict | None]:
+    """The expected run time as a line next to Run, and the timing it rests on (reused while
+    only the example count or the Adam steps change). See playground.analysis.experiments_estimate."""
+    import dataclasses
+
+    from playground.analysis.experiments_estimate import (
+        Calibration,
+        calibrate,
+        format_seconds,
+    )
+    from playground.analysis.experiments_run import private_copy
+
+    if not checkpoint:
+        return "Pick a checkpoint: the expected time shows here before you run.", calibration
+    if experiment not in EXPERIMENT_LABELS:
+        return "", calibration
+    options = build_options(settings, n, seed, module, heads, epsilon, n_perm, steps, k, views, references, methods,
+                            level, seeds, retrain_steps)
+    key = calibration_key(checkpoint, experiment, options)
+    if calibration and calibration.get("key") == key:
+        timing = Calibration(**{f: calibration[f] for f in ("experiment", "draw_s", "example_s", "step_s")})
+    else:
+        bundle = _load(workspace, settings, checkpoint)
+        try:
+            private = dataclasses.replace(bundle, model=private_copy(bundle.model))
+            timing = calibrate(experiment, private, options, workspace)
+        except PlaygroundError as exc:
+            return f"No estimate: {exc}", None
+        if timing is None:
+            return NO_ESTIMATE, None
+        calibration = {"key": key, **timing.to_dict()}
+    total = timing.seconds(options.n, options.steps)
+    what = f"{options.n} example{'s' if options.n != 1 else ''}"
+    if experiment == "adversarial":
+        what += f" × {options.steps} Adam steps × {options.k} adversar{'ies' if options.k != 1 else 'y'}"
+        basis = f"{timing.example_s + timing.step_s * options.steps:.2f} s per example"
+    else:
+        basis = f"{timing.example_s:.2f} s per example"
+    line = (f"**Expected time: {format_seconds(total)}** for {what} (one example timed on this server just now: "
+            f"{basis}, plus {timing.draw_s:.1f} s to draw the examples).")
+    return line, calibration
 
 
 def show_example(result_path: str | None, index: float) -> Any:
@@ -197,7 +294,10 @@ def retrain_uniform(workspace: Any, settings: Any, checkpoint: str | None, retra
                     version: int, progress: Any = None):
     """Generator handler: retrain the checkpoint's preset with frozen uniform attention
     (``<checkpoint>-uniform``); yields (status, workspace version)."""
-    from playground.analysis.experiments_run import ExperimentOptions, iter_retrain_uniform
+    from playground.analysis.experiments_run import (
+        ExperimentOptions,
+        iter_retrain_uniform,
+    )
 
     bundle = _load(workspace, settings, checkpoint)
     opts = ExperimentOptions(retrain_steps=int(retrain_steps) if retrain_steps else None,
@@ -216,11 +316,12 @@ def retrain_uniform(workspace: Any, settings: Any, checkpoint: str | None, retra
     yield f"Saved {name!r}; run the uniform baseline again to compare.", version + 1
 
 
-def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None) -> None:
+def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None, tab: gr.Tab | None = None) -> None:
     """Lay out the Experiments view inside the current container.
 
     ``checkpoint``: a checkpoint dropdown shared with the rest of the Analyze tab; without it
-    the view makes its own (refreshed as ``/refresh_experiments_models``).
+    the view makes its own (refreshed as ``/refresh_experiments_models``). ``tab``: the tab the
+    view sits in; the time estimate (which times one example) waits until it is first opened.
     """
     st = ctx.settings
 
@@ -240,8 +341,10 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None) -> None:
         experiment = gr.Dropdown(label="Experiment", choices=experiment_choices(), value="permutation",
                                  interactive=True, elem_id="exp-name")
     with gr.Row():
-        n = gr.Slider(1, 500, value=50, step=1, label="Held-out examples",
-                      info=f"capped at {st.caps.max_analysis_examples} on this server" if st.caps.max_analysis_examples else None)
+        n = gr.Slider(1, 500, value=DEFAULT_N, step=1, label="Held-out examples", elem_id="exp-n",
+                      info="each experiment sets its own default" + (
+                          f"; capped at {st.caps.max_analysis_examples} on this server"
+                          if st.caps.max_analysis_examples else ""))
         seed = gr.Number(value=0, precision=0, label="Seed (examples and every random choice)")
         module = gr.Dropdown(label="Attention module (layer)", choices=[], interactive=True, elem_id="exp-module")
         heads = gr.Textbox(value="all", label="Heads", info="'all' or e.g. 0,2")
@@ -250,7 +353,8 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None) -> None:
             epsilon = gr.Radio(["default", "0.01", "0.05"], value="default", label="ε (adversarial TVD bound)",
                                info="default: 0.01 for classifiers, 0.05 for next-token / seq2seq")
             n_perm = gr.Number(value=100, precision=0, label="Permutations per example", info=hint("max_permutations"))
-            steps = gr.Number(value=500, precision=0, label="Adversarial Adam steps", info=hint("max_adversarial_steps"))
+            steps = gr.Number(value=DEFAULT_STEPS, precision=0, label="Adversarial Adam steps", elem_id="exp-steps",
+                              info=hint("max_adversarial_steps") or "Jain & Wallace used more; 100 keeps a run short")
             k = gr.Number(value=5, precision=0, label="Adversaries per example (k)", info=hint("max_adversaries"))
         with gr.Row():
             views = gr.CheckboxGroup(["attention", "attention_mean", "rollout", "norm", "relevancy", "flow"],
@@ -269,6 +373,7 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None) -> None:
         run_btn = gr.Button("Run", variant="primary", elem_id="exp-run")
         stop_btn = gr.Button("Stop", variant="stop", elem_id="exp-stop")
         retrain_btn = gr.Button("Retrain a uniform-attention copy", elem_id="exp-retrain")
+    expected = gr.Markdown("The expected time shows here before you run.", elem_id="exp-estimate")
     status = gr.Markdown(elem_id="exp-status")
     summary = gr.Markdown(elem_id="exp-summary")
     chart = gr.Plot(label="Result", elem_id="exp-chart")
@@ -279,31 +384,59 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None) -> None:
         from playground.analysis.experiments_jw import jw_reference_frame
 
         gr.Dataframe(value=jw_reference_frame(), interactive=False)
-    with gr.Row():
-        example = gr.Slider(0, 49, value=0, step=1, label="Example (adversarial)", elem_id="exp-example")
-        example_btn = gr.Button("Show original vs adversarial attention")
-    example_chart = gr.Plot(label="One example", elem_id="exp-example-chart")
+    with gr.Column(visible=False, elem_id="exp-adversarial") as adversarial_box:  # shown with an adversarial result
+        with gr.Row():
+            example = gr.Slider(0, 49, value=0, step=1, label="Example (adversarial)", elem_id="exp-example")
+            example_btn = gr.Button("Show original vs adversarial attention", elem_id="exp-example-show")
+        example_chart = gr.Plot(label="One example", elem_id="exp-example-chart")
     result_path = gr.State(None)
+    calibration = gr.State(None)
+    opened = gr.State(tab is None)  # the estimate times an example only once the view has been seen
+    results = [status, summary, chart, table, files, result_path, adversarial_box, example_chart]
 
     if own_dropdown:
         ctx.on_workspace_change(model_choices, [checkpoint], [checkpoint], api_name="experiments_models")
     checkpoint.change(ctx.per_user(module_update, st), [ctx.user, checkpoint], [module],
                       api_name="experiments_modules", queue=False)
+    checkpoint.change(cleared, None, results, queue=False, show_progress="hidden", api_visibility="private")
+    experiment.input(default_n, [experiment], [n], queue=False, show_progress="hidden", api_visibility="private")
+
+    options_in = [checkpoint, experiment, n, seed, module, heads, epsilon, n_perm, steps, k, views, references, methods,
+                  level, seeds, retrain_steps]
+
+    def _estimate(space, is_open, *args):
+        if not is_open:
+            return gr.skip(), gr.skip()
+        *values, calib = args
+        return estimate(space, st, *values, calib)
+
+    estimate_fn = ctx.per_user(_estimate)
+    estimate_io = dict(inputs=[ctx.user, opened, *options_in, calibration], outputs=[expected, calibration],
+                       show_progress="hidden", **ctx.analysis())
+    if tab is not None:
+        tab.select(lambda: True, None, [opened], queue=False, show_progress="hidden", api_visibility="private").then(
+            estimate_fn, api_visibility="private", **estimate_io)
+    gr.on([experiment.change, module.change, n.change, steps.change, k.change, n_perm.change, heads.change,
+           seed.change], estimate_fn, trigger_mode="always_last", api_visibility="private",  # a page helper only
+          **estimate_io)
 
     def _run(space, c, e, n_, s, m, h, eps, npm, stp, k_, v, r, meth, lv, sd, rs, progress=gr.Progress()):
         with ctx.jobs.claim(space.key, "experiment", e or "experiment", st.caps.max_experiments_per_user, "experiment"):
             yield from run_experiment(space, st, c, e, n_, s, m, h, eps, npm, stp, k_, v, r, meth, lv, sd, rs, progress)
 
-    run_event = run_btn.click(ctx.notice("Experiment"), None, [status], queue=False, show_progress="hidden").then(
-        ctx.per_user(_run), [ctx.user, checkpoint, experiment, n, seed, module, heads, epsilon, n_perm, steps, k, views, references, methods,
-               level, seeds, retrain_steps],
-        [status, summary, chart, table, files, result_path, example], api_name="experiments_run", **ctx.heavy())
+    # The old result's status goes at once, in the browser (a server round trip waits behind a running job).
+    run_event = run_btn.click(None, None, [status], js=f"() => {json.dumps(ctx.queued_notice('Experiment'))}",
+                              queue=False, show_progress="hidden").then(
+        ctx.per_user(_run), [ctx.user, *options_in],
+        [status, summary, chart, table, files, result_path, example, adversarial_box], api_name="experiments_run",
+        **ctx.heavy())
 
     def _retrain(space, c, rs, version, progress=gr.Progress()):
         with ctx.jobs.claim(space.key, "experiment", f"retrain {c}", st.caps.max_experiments_per_user, "experiment"):
             yield from retrain_uniform(space, st, c, rs, version, progress)
 
-    retrain_event = retrain_btn.click(ctx.notice("Retrain"), None, [status], queue=False, show_progress="hidden").then(
+    retrain_event = retrain_btn.click(None, None, [status], js=f"() => {json.dumps(ctx.queued_notice('Retrain'))}",
+                                      queue=False, show_progress="hidden").then(
         ctx.per_user(_retrain), [ctx.user, checkpoint, retrain_steps, ctx.workspace_version],
                                       [status, ctx.workspace_version], api_name="experiments_retrain_uniform", **ctx.heavy())
     ctx.reset_on_failure(run_event, status, "Not run: see the message above.")

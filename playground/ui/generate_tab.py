@@ -80,20 +80,21 @@ def refresh_models(env: Env, current: str | None):
 
 
 def select_model(env: Env, name: str | None):
-    """Adapt the controls to the checkpoint's family and load its validation samples."""
+    """Adapt the controls to the checkpoint's family and load its validation samples; the previous
+    model's output, table, picks and stats line go."""
     from playground.generation.samples import validation_samples
 
     hidden = gr.update(visible=False)
     if not name:
         return (NO_MODEL, gr.update(visible=True, label="Prompt"), hidden, hidden, hidden, gr.update(visible=True),
                 hidden, gr.update(choices=[], value=None), None, None, None, "", None, None,
-                gr.update(choices=[], value=None), gr.update(visible=True))
+                gr.update(choices=[], value=None), gr.update(visible=True), "")
     try:
         bundle = _bundle(env, name)
     except Exception as exc:  # noqa: BLE001 - a broken checkpoint: say so, keep the tab usable
         return (f"Cannot load {name!r}: {exc}", hidden, hidden, hidden, hidden, hidden, hidden,
                 gr.update(choices=[], value=None), None, None, None, "", None, None, gr.update(choices=[], value=None),
-                hidden)
+                hidden, "")
     kind = _kind(bundle)
     samples = validation_samples(bundle, env.workspace)
     sample_update = gr.update(choices=[s.label for s in samples], value=None,
@@ -118,6 +119,7 @@ def select_model(env: Env, name: str | None):
         None,  # result state
         gr.update(choices=[], value=None, label="Pick a class" if kind == "classifier" else "Pick a generated token"),
         gr.update(visible=text),  # max new tokens
+        "",  # the previous model's stats line
     )
 
 
@@ -423,7 +425,8 @@ def build(ctx: AppContext) -> None:
                 beam_width = gr.Slider(1, 10, value=1, step=1, label="Beam width", info="1 = greedy")
                 length_penalty = gr.Slider(0, 2, value=0.0, step=0.1, label="Length penalty α (GNMT)", info="0 = off")
             max_new = gr.Slider(1, max_new_cap, value=min(DEFAULT_MAX_NEW, max_new_cap), step=1,
-                                label="Max new tokens" + (" (demo cap)" if caps.max_new_tokens else ""))
+                                label="Max new tokens" + (" (demo cap)" if caps.max_new_tokens else ""),
+                                elem_id="generate-max-new")
             with gr.Row():
                 gen_btn = gr.Button("Generate", variant="primary", elem_id="generate-run")
                 classify_btn = gr.Button("Classify", variant="primary", visible=False, elem_id="generate-classify")
@@ -450,19 +453,22 @@ def build(ctx: AppContext) -> None:
     model.change(
         U(select_model), [ctx.user, model],
         [info, prompt, image_col, lm_group, s2s_group, gen_btn, classify_btn, sample, dist_plot, align_plot, class_plot,
-         output, table, result, picker, max_new],
+         output, table, result, picker, max_new, stats],
         api_name="generate_select_model", show_progress="minimal",
     )
     sample.input(U(pick_sample), [ctx.user, model, sample], [prompt, image],
                  api_name="generate_pick_sample", show_progress="hidden")
-    gen_event = gen_btn.click(
+    # The previous run's stats line goes at once, in the browser (the light lane may be busy).
+    gen_event = gen_btn.click(None, None, [stats], js="() => 'Generating…'", queue=False,
+                              show_progress="hidden").then(
         U(generate_text),
         [ctx.user, model, prompt, temperature, top_k, top_p, min_p, rep, freq, pres, max_new, seed, num_samples, stop,
          beam_width, length_penalty],
         [output, stats, table, align_plot, result, picker, table_csv, align_csv],
         api_name="generate_text", show_progress="minimal", **ctx.light(),
     )
-    cls_event = classify_btn.click(
+    cls_event = classify_btn.click(None, None, [stats], js="() => 'Classifying…'", queue=False,
+                                   show_progress="hidden").then(
         U(classify), [ctx.user, model, image, invert],
         [class_plot, table, stats, align_csv, result, picker],
         api_name="generate_classify", show_progress="minimal", **ctx.light(),

@@ -54,20 +54,60 @@ def test_checkpoint_view_per_family(workspace) -> None:
     assert v["kind"] == "classifier" and v["classes"][0] == "circle" and len(v["samples"]) == 6
     assert "loo_delete" not in v["methods"] and set(v["defaults"]) <= set(v["methods"])
     assert s["kind"] == "seq2seq" and "flow" not in s["methods"] and s["samples"]
-    about, text, image, sample, position, target, methods = tab.checkpoint_changed(workspace, "v")
+    _about, text, image, sample, position, target, _methods, *results = tab.checkpoint_changed(workspace, "v")
     assert image["visible"] and not text["visible"] and sample["visible"] and target["choices"]
+    assert target["value"] is None and position["value"] == ""  # nothing of the previous model's target stays
+    summary, importance, agreement, grounding, heads, files = results
+    assert summary == "" and importance is None and agreement is None and heads is None and files is None
+    assert grounding == {"__type__": "update", "value": None, "visible": False}
 
 
-def test_from_selection_prefills_the_generate_target() -> None:
+def test_from_selection_prefills_the_generate_target(workspace) -> None:
+    _save_gpt(workspace, "g")
+    _save_seq2seq(workspace, "s")
     sel = {"checkpoint": "g", "kind": "lm", "input": "the quick", "input_ids": [5, 6, 7, 8], "target_position": 3,
            "target_token": "c", "target_id": 8, "context": "the qui"}
-    ckpt, text, position, target, handoff = tab.from_selection(sel)
-    assert ckpt["value"] == "g" and text["value"] == "the qui" and target["value"] == "#8"
-    assert handoff == {"text": "the qui", "ids": [5, 6, 7]}
-    s2s = tab.from_selection({"checkpoint": "s", "kind": "seq2seq", "input": "abc", "target_position": 2,
-                              "output_ids": [4, 5, 6]})
-    assert s2s[2]["value"] == "2" and s2s[4]["output_ids"] == [4, 5, 6]
-    assert all(u == {"__type__": "update"} for u in tab.from_selection({})[:4])
+    ckpt, handoff, about, text, _image, _sample, position, target, *_ = tab.from_selection(workspace, sel)
+    assert ckpt["value"] == "g" and text["value"] == "the qui" and position["value"] == ""
+    assert target["value"] == "#8" and ("'c'  (token #8)", "#8") in target["choices"]  # reads as the token
+    assert handoff["text"] == "the qui" and handoff["ids"] == [5, 6, 7] and "'c'" in about["value"]
+    s2s = tab.from_selection(workspace, {"checkpoint": "s", "kind": "seq2seq", "input": "abc", "target_position": 2,
+                                         "target_token": "d", "output_ids": [4, 5, 6]})
+    assert s2s[3]["value"] == "abc" and s2s[6]["value"] == "2" and s2s[1]["output_ids"] == [4, 5, 6]
+    assert "'d'" in s2s[2]["value"] and "step 2" in s2s[2]["value"]
+    assert all(u == {"__type__": "update"} for u in tab.from_selection(workspace, {}))  # nothing picked: no change
+
+
+def test_from_selection_hands_a_vit_its_image_and_class(workspace, tmp_path) -> None:
+    """The classified image goes to the image input (inverted when it was classified inverted),
+    never its path to the text box; the target is the class name."""
+    import numpy as np
+    from PIL import Image
+
+    _save_vit(workspace, "v")
+    path = tmp_path / "img.png"
+    pixels = (np.arange(16 * 16 * 3) % 256).astype(np.uint8).reshape(16, 16, 3)
+    Image.fromarray(pixels).save(path)
+    sel = {"checkpoint": "v", "kind": "classifier", "input": str(path), "invert": False, "target_position": 2,
+           "target_token": "triangle"}
+    ckpt, handoff, about, text, image, sample, _position, target, *_ = tab.from_selection(workspace, sel)
+    assert ckpt["value"] == "v" and image["value"] == str(path) and image["visible"]
+    assert "value" not in text and not text["visible"]  # the path never lands in the text box
+    assert target["value"] == "triangle" and "triangle" in target["choices"] and sample["value"] is None
+    assert "class `triangle`" in about["value"]
+    inverted = tab.from_selection(workspace, {**sel, "invert": True})[4]["value"]
+    assert np.array_equal(inverted, 255 - pixels)
+    # the checkpoint's own change event (fired by the new value) gives the same prefill
+    again = tab.checkpoint_changed(workspace, "v", handoff)
+    assert again[2]["value"] == str(path) and again[5]["value"] == "triangle"
+    assert tab.checkpoint_changed(workspace, "v", {**handoff, "checkpoint": "other"})[5]["value"] is None
+
+
+def test_readable_image_is_drawn_by_the_image_frontend() -> None:
+    """A subclass's own block name has no frontend: the image box would never show."""
+    from playground.ui.components import ReadableImage
+
+    assert ReadableImage().get_block_name() == "image"
 
 
 @pytest.mark.parametrize("family", ["gpt", "vit", "seq2seq"])

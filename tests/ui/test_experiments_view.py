@@ -46,8 +46,10 @@ def run(env, experiment, **kw):
 
 def test_run_handler_yields_summary_chart_table_and_files(env):
     outputs = run(env, "permutation")
-    status, summary, chart, table, files, result_path, slider = outputs[-1]
+    status, summary, chart, table, files, result_path, slider, adversarial_box = outputs[-1]
+    assert outputs[0][0].startswith("Running: Random permutation (J&W) on 3 examples")  # before any example is done
     assert status.startswith("Done: 3 of 3") and "median TVD" in summary and "What it cannot show" in summary
+    assert adversarial_box == {"__type__": "update", "visible": False}  # its controls only with an adversarial result
     assert chart.to_dict() and isinstance(table, pd.DataFrame) and not table.empty
     assert [Path(f).suffix for f in files] == [".csv", ".json"] and all(Path(f).is_file() for f in files)
     assert len(pd.read_csv(files[0])) == 3 and result_path == files[1]
@@ -57,6 +59,7 @@ def test_run_handler_yields_summary_chart_table_and_files(env):
 def test_adversarial_example_chart(env):
     outputs = run(env, "adversarial")
     result_path = outputs[-1][5]
+    assert outputs[-1][7] == {"__type__": "update", "visible": True}
     data = json.loads(Path(result_path).read_text())
     assert data["experiment"] == "adversarial" and set(data["extra"]["units"]) == set(data["extra"]["attention"])
     chart = view.show_example(result_path, 1).to_dict()
@@ -134,11 +137,10 @@ def test_view_accepts_a_shared_checkpoint_dropdown(env):
 def test_view_builds_inside_a_tab_and_runs_through_the_api(env):
     from gradio_client import Client
 
-    from tests.conftest import free_port
-
     # An app user's experiment never opens a path, so the library's bundle is trained on a built-in
     # corpus (the env's "tiny" came from a file path, which only the CLI may read).
     from playground.training.engine import run_training
+    from tests.conftest import free_port
 
     library = env[1].workspace.parent / "library"
     torch.manual_seed(0)
@@ -163,3 +165,33 @@ def test_view_builds_inside_a_tab_and_runs_through_the_api(env):
         assert len(files) == 2
     finally:
         app.close()
+
+
+def test_defaults_eta_and_a_cleared_result_area():
+    assert view.default_n("adversarial") == 10 and view.default_n("permutation") == view.DEFAULT_N == 50
+    assert view.eta_text(12.4, 0, 10) == "12 s so far"
+    # 3 of 10 done in 9 s of the example loop: 7 left at 3 s each = 21 s -> "about 25 s"
+    assert view.eta_text(12.4, 3, 10, 9.0) == "12 s so far, about 25 s left"
+    status, summary, _chart, _table, _files, path, box, _example_chart = view.cleared()
+    assert status == summary == "" and path is None and box == {"__type__": "update", "visible": False}
+
+
+def test_estimate_line_before_a_run(env):
+    """The line next to Run: the total from the timing of one example, recomputed without new
+    timing while only the example count or the steps change."""
+    from playground.analysis.experiments_estimate import Calibration, format_seconds
+
+    ws, settings = env
+    args = {**RUN_DEFAULTS, "n": 4, "steps": 20}
+    text, calib = view.estimate(ws, settings, "tiny", "adversarial", *args.values())
+    timing = Calibration(**{f: calib[f] for f in ("experiment", "draw_s", "example_s", "step_s")})
+    assert format_seconds(calib["draw_s"] + 4 * (calib["example_s"] + 20 * calib["step_s"])) in text
+    assert "4 examples × 20 Adam steps × 2 adversaries" in text and timing.step_s > 0
+
+    fixed = {**calib, "draw_s": 2.0, "example_s": 0.5, "step_s": 0.04}  # same key: no new timing
+    again, kept = view.estimate(ws, settings, "tiny", "adversarial", *{**args, "n": 10, "steps": 100}.values(), fixed)
+    assert kept is fixed and "about 50 s" in again  # 2 + 10 × (0.5 + 100 × 0.04) = 47 s
+    assert "4.50 s per example" in again and "2.0 s to draw" in again
+    text, calib = view.estimate(ws, settings, "tiny", "uniform", *args.values())
+    assert text == view.NO_ESTIMATE and calib is None
+    assert "Pick a checkpoint" in view.estimate(ws, settings, None, "permutation", *args.values())[0]

@@ -76,6 +76,7 @@ def test_select_model_adapts_controls(env, workspace):
     vit = select_model(env, "v")
     assert vit[2]["visible"] and not vit[1]["visible"] and vit[6]["visible"] and not vit[5]["visible"]
     assert not vit[15]["visible"] and gpt[15]["visible"]  # max new tokens only for text models
+    assert vit[16] == gpt[16] == select_model(env, None)[16] == ""  # the previous model's stats line goes
     assert len(vit[7]["choices"]) == 20  # digits validation images, rebuilt from the seed
     _, image = pick_sample(env, "v", vit[7]["choices"][0])
     assert isinstance(image, np.ndarray) and image.shape[2] == 3
