@@ -20,8 +20,9 @@ from typing import Any
 import gradio as gr
 
 from playground.scratch import download_dir
-from playground.ui.components import ReadableImage
+from playground.ui.components import Chart, ReadableImage, Slider
 from playground.ui.context import AppContext, model_choices, text_hint
+from playground.ui.tables import Table
 from playground.workspace import Workspace
 
 EXPERIMENTS_MODULE = "playground.ui.experiments_view"
@@ -346,7 +347,7 @@ def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, abou
                 layer = gr.Textbox(label="Layer of 'attention' and 'norm' (blank = last)", value="", max_lines=1)
                 head = gr.Textbox(label="Head (blank = mean over heads)", value="", max_lines=1)
                 ig_cap = ctx.settings.caps.max_ig_steps
-                ig_steps = gr.Slider(4, min(400, ig_cap or 400), value=50, step=1,
+                ig_steps = Slider(4, min(400, ig_cap or 400), value=50, step=1,
                                      label="Integrated-gradients steps (start)",
                                      info=f"at most {ig_cap} on this server, the auto-raise included" if ig_cap else None)
                 ig_auto = gr.Checkbox(value=True, label="Raise IG steps until |δ| ≤ 5% of |F(x) − F(x′)|")
@@ -355,14 +356,14 @@ def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, abou
                 run_btn = gr.Button("Explain", variant="primary", elem_id="analyze-run")
                 stop_btn = gr.Button("Stop", elem_id="analyze-stop")
     summary = gr.Markdown(elem_id="analyze-summary")
-    importance = gr.Plot(label="Importance per method", elem_id="analyze-importance")
-    agreement = gr.Dataframe(label="Agreement between every pair of methods (special tokens excluded)",
+    importance = Chart(label="Importance per method", elem_id="analyze-importance")
+    agreement = Table(label="Agreement between every pair of methods (special tokens excluded)",
                              elem_id="analyze-agreement", interactive=False)
     with gr.Accordion("Published numbers to compare with", open=False):
         gr.Markdown(PUBLISHED)
-    grounding = gr.Dataframe(label="Grounding: pointing game (vit-shapes) / alignment accuracy (seq2seq)",
+    grounding = Table(label="Grounding: pointing game (vit-shapes) / alignment accuracy (seq2seq)",
                              visible=False, interactive=False, elem_id="analyze-grounding")
-    heads = gr.Plot(label="Layer x head: attention maps and entropy", elem_id="analyze-heads")
+    heads = Chart(label="Layer x head: attention maps and entropy", elem_id="analyze-heads")
     files = gr.File(label="Export: CSV and JSON of everything shown", file_count="multiple", elem_id="analyze-files")
 
     controls = [about, text, image, sample, position, target, methods]

@@ -18,7 +18,9 @@ import pandas as pd
 
 from playground.errors import PlaygroundError
 from playground.scratch import download_dir
+from playground.ui.components import Chart, Slider
 from playground.ui.context import AppContext, model_choices, user_errors
+from playground.ui.tables import Table
 from playground.zerogpu import EXPERIMENT_S, gpu
 
 EXPERIMENT_LABELS: dict[str, str] = {
@@ -341,7 +343,7 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None, tab: gr.Tab | 
         experiment = gr.Dropdown(label="Experiment", choices=experiment_choices(), value="permutation",
                                  interactive=True, elem_id="exp-name")
     with gr.Row():
-        n = gr.Slider(1, 500, value=DEFAULT_N, step=1, label="Held-out examples", elem_id="exp-n",
+        n = Slider(1, 500, value=DEFAULT_N, step=1, label="Held-out examples", elem_id="exp-n",
                       info="each experiment sets its own default" + (
                           f"; capped at {st.caps.max_analysis_examples} on this server"
                           if st.caps.max_analysis_examples else ""))
@@ -376,19 +378,19 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None, tab: gr.Tab | 
     expected = gr.Markdown("The expected time shows here before you run.", elem_id="exp-estimate")
     status = gr.Markdown(elem_id="exp-status")
     summary = gr.Markdown(elem_id="exp-summary")
-    chart = gr.Plot(label="Result", elem_id="exp-chart")
-    table = gr.Dataframe(label="Numbers", interactive=False, elem_id="exp-table")
+    chart = Chart(label="Result", elem_id="exp-chart")
+    table = Table(label="Numbers", interactive=False, elem_id="exp-table")
     files = gr.File(label="Download (CSV: one row per example; JSON: everything)", file_count="multiple",
                     interactive=False, elem_id="exp-files")
     with gr.Accordion("Jain & Wallace 2019, Table 2 (BiLSTM + additive attention), for scale", open=False):
         from playground.analysis.experiments_jw import jw_reference_frame
 
-        gr.Dataframe(value=jw_reference_frame(), interactive=False)
+        Table(value=jw_reference_frame(), interactive=False)
     with gr.Column(visible=False, elem_id="exp-adversarial") as adversarial_box:  # shown with an adversarial result
         with gr.Row():
-            example = gr.Slider(0, 49, value=0, step=1, label="Example (adversarial)", elem_id="exp-example")
+            example = Slider(0, 49, value=0, step=1, label="Example (adversarial)", elem_id="exp-example")
             example_btn = gr.Button("Show original vs adversarial attention", elem_id="exp-example-show")
-        example_chart = gr.Plot(label="One example", elem_id="exp-example-chart")
+        example_chart = Chart(label="One example", elem_id="exp-example-chart")
     result_path = gr.State(None)
     calibration = gr.State(None)
     opened = gr.State(tab is None)  # the estimate times an example only once the view has been seen

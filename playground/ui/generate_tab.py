@@ -15,8 +15,9 @@ import gradio as gr
 import pandas as pd
 
 from playground.scratch import download_dir
-from playground.ui.components import ReadableImage
+from playground.ui.components import Chart, ReadableImage, Slider
 from playground.ui.context import AppContext, choices_update, text_hint, user_errors
+from playground.ui.tables import Table
 
 MAX_SAMPLES = 8
 DEFAULT_MAX_NEW = 200
@@ -410,21 +411,22 @@ def build(ctx: AppContext) -> None:
                 image = ReadableImage(label="Image", type="filepath", image_mode="RGB", elem_id="generate-image", height=220)
                 invert = gr.Checkbox(label="Invert (dark ink on light paper)", value=False)
             with gr.Group(visible=True) as lm_group:
-                temperature = gr.Slider(0, 2, value=1.0, step=0.05, label="Temperature", info="0 = greedy")
-                top_k = gr.Slider(0, 100, value=0, step=1, label="Top-k", info="0 = off")
-                top_p = gr.Slider(0.01, 1, value=1.0, step=0.01, label="Top-p (nucleus)", info="1 = off")
-                min_p = gr.Slider(0, 1, value=0.0, step=0.01, label="Min-p", info="0 = off")
+                temperature = Slider(0, 2, value=1.0, step=0.05, label="Temperature", info="0 = greedy",
+                                     elem_id="generate-temperature")
+                top_k = Slider(0, 100, value=0, step=1, label="Top-k", info="0 = off")
+                top_p = Slider(0.01, 1, value=1.0, step=0.01, label="Top-p (nucleus)", info="1 = off")
+                min_p = Slider(0, 1, value=0.0, step=0.01, label="Min-p", info="0 = off")
                 with gr.Accordion("Penalties, seed, samples, stop strings", open=False):
-                    rep = gr.Slider(1, 3, value=1.0, step=0.05, label="Repetition penalty (CTRL)", info="1 = off")
-                    freq = gr.Slider(0, 2, value=0.0, step=0.05, label="Frequency penalty", info="0 = off")
-                    pres = gr.Slider(0, 2, value=0.0, step=0.05, label="Presence penalty", info="0 = off")
+                    rep = Slider(1, 3, value=1.0, step=0.05, label="Repetition penalty (CTRL)", info="1 = off")
+                    freq = Slider(0, 2, value=0.0, step=0.05, label="Frequency penalty", info="0 = off")
+                    pres = Slider(0, 2, value=0.0, step=0.05, label="Presence penalty", info="0 = off")
                     seed = gr.Number(value=None, precision=0, label="Seed", info="empty = random (shown after the run)")
-                    num_samples = gr.Slider(1, MAX_SAMPLES, value=1, step=1, label="Samples at once")
+                    num_samples = Slider(1, MAX_SAMPLES, value=1, step=1, label="Samples at once")
                     stop = gr.Textbox(label="Stop strings", placeholder=r"comma-separated, e.g. \n\n, THE END")
             with gr.Group(visible=False) as s2s_group:
-                beam_width = gr.Slider(1, 10, value=1, step=1, label="Beam width", info="1 = greedy")
-                length_penalty = gr.Slider(0, 2, value=0.0, step=0.1, label="Length penalty α (GNMT)", info="0 = off")
-            max_new = gr.Slider(1, max_new_cap, value=min(DEFAULT_MAX_NEW, max_new_cap), step=1,
+                beam_width = Slider(1, 10, value=1, step=1, label="Beam width", info="1 = greedy")
+                length_penalty = Slider(0, 2, value=0.0, step=0.1, label="Length penalty α (GNMT)", info="0 = off")
+            max_new = Slider(1, max_new_cap, value=min(DEFAULT_MAX_NEW, max_new_cap), step=1,
                                 label="Max new tokens" + (" (demo cap)" if caps.max_new_tokens else ""),
                                 elem_id="generate-max-new")
             with gr.Row():
@@ -438,10 +440,10 @@ def build(ctx: AppContext) -> None:
                 picker = gr.Dropdown(label="Pick a generated token", choices=[], interactive=True,
                                      elem_id="generate-token", scale=3)
                 explain_btn = gr.Button("Explain in Analyze", elem_id="generate-explain", scale=1)
-            dist_plot = gr.Plot(label="Next-token distribution: what each knob leaves", elem_id="generate-dist")
-            align_plot = gr.Plot(label="Alignment", elem_id="generate-alignment", visible=False)
-            class_plot = gr.Plot(label="Class probabilities", elem_id="generate-classes", visible=False)
-            table = gr.Dataframe(label="Tokens (click a row to pick it)", interactive=False, elem_id="generate-table",
+            dist_plot = Chart(label="Next-token distribution: what each knob leaves", elem_id="generate-dist")
+            align_plot = Chart(label="Alignment", elem_id="generate-alignment", visible=False)
+            class_plot = Chart(label="Class probabilities", elem_id="generate-classes", visible=False)
+            table = Table(label="Tokens (click a row to pick it)", interactive=False, elem_id="generate-table",
                                  max_height=300)
             with gr.Row():
                 dist_csv = gr.DownloadButton("Distribution CSV", size="sm")

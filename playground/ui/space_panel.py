@@ -1,7 +1,6 @@
 """The "Your space" panel: what this user can see (own, shared, library), Share and Delete."""
 from __future__ import annotations
 
-
 import gradio as gr
 import pandas as pd
 

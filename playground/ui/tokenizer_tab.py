@@ -16,18 +16,45 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from playground.charts.tokenizer import comparison_chart, compression_chart, token_length_chart
-from playground.data.corpora import CORPORA, Corpus, corpus_from_files, corpus_from_text, load_corpus
+from playground.charts.tokenizer import (
+    comparison_chart,
+    compression_chart,
+    token_length_chart,
+)
+from playground.data.corpora import (
+    CORPORA,
+    Corpus,
+    corpus_from_files,
+    corpus_from_text,
+    load_corpus,
+)
 from playground.data.policy import check_upload
 from playground.errors import DataError
 from playground.limits import check_text
 from playground.settings import DemoCaps
 from playground.tokenization import store
 from playground.tokenization.bpe import (
-    DEFAULT_SPECIALS, MAX_VOCAB_SIZE, SPECIAL_CHOICES, BuildCancelled, BuildProgress, TokenizerOptions,
+    DEFAULT_SPECIALS,
+    MAX_VOCAB_SIZE,
+    SPECIAL_CHOICES,
+    BuildCancelled,
+    BuildProgress,
+    TokenizerOptions,
 )
-from playground.tokenization.stats import compare, encode, ids_table, iter_vocab_sweep, tokens_html
-from playground.tokenization.vocab import TokenizerInfo, merges_table, readable, token_length_table, vocabulary_table
+from playground.tokenization.stats import (
+    compare,
+    encode,
+    ids_table,
+    iter_vocab_sweep,
+    tokens_html,
+)
+from playground.tokenization.vocab import (
+    TokenizerInfo,
+    merges_table,
+    readable,
+    token_length_table,
+    vocabulary_table,
+)
 from playground.tokenization.walk import walk, walk_table
 from playground.ui.components import Chart, Slider
 from playground.ui.context import AppContext, choices_update, text_hint, user_errors

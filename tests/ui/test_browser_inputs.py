@@ -1,0 +1,28 @@
+"""Ordinary input mistakes in a real browser: a message that says what to do, never a bare
+"Error" or a server traceback."""
+from __future__ import annotations
+
+import logging
+
+from tests.ui.browser_helpers import BROWSER, open_app, open_tab
+
+pytestmark = BROWSER
+
+
+def test_clearing_a_slider_box_says_what_to_type(browser, app_server, caplog):
+    """Empty Generate's Temperature box (a live knob: the distribution redraws on each change):
+    a toast that says what to type, and no traceback in the server's log."""
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = open_app(browser, app_server.url)
+    open_tab(browser, wait, "Generate")
+    box = browser.find_element("css selector", "#generate-temperature input[type='number']")
+    with caplog.at_level(logging.ERROR):
+        box.click()
+        box.send_keys(Keys.CONTROL, "a", Keys.DELETE)
+        WebDriverWait(browser, 60).until(
+            lambda d: d.find_elements("css selector", "[data-testid='toast-body']"))
+        toast = " ".join(e.text for e in browser.find_elements("css selector", "[data-testid='toast-body']"))
+    assert "Temperature is empty: type a number from 0 to 2" in toast, toast
+    assert not [r for r in caplog.records if r.exc_info], "a cleared box logged a traceback on the server"
