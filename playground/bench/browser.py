@@ -260,8 +260,10 @@ class Page:
         self.type_into("train-name", name)
         self.checkbox("train-overwrite", True)
         time.sleep(0.5)
+        before = self.text("#train-status")  # the previous run's "finished" line until Start replaces it
         self.click("train-start")
-        self.until_text("#train-status", "finished", "error", "not started")
+        self.wait(_after_change(lambda: self.text("#train-status"), before,
+                                lambda s: any(w in s for w in ("finished", "error", "not started"))))
 
     def generate(self, model: str, count: int) -> None:
         self.tab("Generate")
@@ -272,8 +274,8 @@ class Page:
             time.sleep(0.3)
             before = self.text("#generate-stats")
             self.click("generate-run")
-            self.wait(lambda d, before=before: (s := self.text("#generate-stats")) != before and "generating" not in s
-                      and "tokens" in s)
+            self.wait(_after_change(lambda: self.text("#generate-stats"), before,
+                                    lambda s: "generating" not in s and "tokens" in s))
 
     def tokenizer(self, vocab: int) -> None:
         self.tab("Tokenizer")
@@ -281,7 +283,7 @@ class Page:
         time.sleep(0.3)
         before = self.text("#tok-status")
         self.click("tok-build")
-        self.wait(lambda d: "Built" in (s := self.text("#tok-status")) and s != before)
+        self.wait(_after_change(lambda: self.text("#tok-status"), before, lambda s: "Built" in s))
         self.until_text("#tok-summary", "ocabulary")
         self.click("tok-encode-btn")
         self.wait(lambda d: self.text("#tok-encode-html").strip())
@@ -304,7 +306,21 @@ class Page:
         time.sleep(0.3)
         before = self.text("#analyze-summary")
         self.click("analyze-run")
-        self.wait(lambda d: (s := self.text("#analyze-summary")).strip() and s != before)
+        self.wait(_after_change(lambda: self.text("#analyze-summary"), before,
+                                lambda s: bool(s.strip()) and not s.startswith("Explaining…")))
+
+
+def _after_change(read: Callable[[], str], before: str, finished: Callable[[str], bool]) -> Callable[[Any], bool]:
+    """A wait condition: the text left `before` at least once (a click blanks or replaces a status
+    line at once) and now reads as `finished`; the result itself may read exactly as before."""
+    changed = [False]
+
+    def ready(_driver: Any) -> bool:
+        text = read()
+        changed[0] = changed[0] or text != before
+        return changed[0] and finished(text)
+
+    return ready
 
 
 def fresh_probe(driver: Any, url: str, opts: Options) -> list[float]:

@@ -7,18 +7,15 @@ and 2 x ROUNDS more rounds, the renderer's figures are read through the Chrome D
 after a forced garbage collection: the second stretch of the same work must add (almost)
 nothing, no document click listener may ever pile up, and the JS heap stays within the goal.
 
-Timing is printed, not asserted: the click-to-result time of a tokenizer Save in this tab and in
-a fresh tab of the same browser (medians). On a shared 2-core machine those times swing by
-several times from one minute to the next with other work, so a 20% bound would be noise;
-the figures asserted on are the deterministic causes of the slowdown (a document click
-listener and a detached chart per chart update, nodes and heap that only grow).
-Run the longer measurement with `python -m playground bench browser`.
+Timing is the benchmark's job, not this test's (no timed assertions in tests): `python -m
+playground bench browser` prints the click-to-result time of a tokenizer Save in the long-lived
+tab beside a fresh tab of the same browser. Here the asserted figures are the deterministic
+causes of the slowdown (a document click listener and a detached chart per chart update, nodes
+and heap that only grow).
 """
 from __future__ import annotations
 
-import statistics
-
-from playground.bench.browser import DEMO_GPT, Options, Page, fresh_probe
+from playground.bench.browser import DEMO_GPT, Page
 from tests.conftest import serve_app
 from tests.ui.browser_helpers import BROWSER
 
@@ -26,7 +23,7 @@ pytestmark = BROWSER
 
 ROUNDS = 1  # rounds between two measurements (after the warm-up)
 STEPS, EVAL_EVERY = 8, 4  # per training: live curves each second, two evaluations
-GENERATIONS = 2
+GENERATIONS = 1
 VOCAB = 300
 HEAP_GOAL_MB = 300.0
 # Allowances from the measurement after ROUNDS rounds to the one after 2 x ROUNDS (same tab, same
@@ -67,13 +64,9 @@ def test_a_long_session_keeps_the_page_light(browser, tmp_path_factory):
             for _ in range(ROUNDS):
                 one_round(page, rounds := rounds + 1)
             points.append(figures(page))
-        session = page.probe(3)
-        fresh = fresh_probe(browser, app.url, Options(vocab=VOCAB, repeats=3))
 
     early, mid, late = points
     print(f"\nafter warm-up, {ROUNDS} and {2 * ROUNDS} more rounds: {points}")
-    print(f"Save click-to-result: this tab {statistics.median(session) * 1000:.0f} ms {session}, "
-          f"a fresh tab {statistics.median(fresh) * 1000:.0f} ms {fresh}")
     assert late["heap_mb"] <= HEAP_GOAL_MB, points
     # Gradio's AltairPlot finalizes the vega View but not the vega-embed result, so each chart
     # update leaves a document click listener holding the old chart, its data and its nodes.

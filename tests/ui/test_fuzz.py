@@ -129,7 +129,9 @@ def _baseline(api: str, param: dict[str, Any]) -> Any:
         return BASE[api][name]
     if name in MODEL_PARAMS and not api.startswith("/refresh_") and not api.startswith("/tokenizer"):
         return DEMO_GPT
-    if name == "toml_text":
+    default = param.get("parameter_default")
+    if name == "toml_text" or (isinstance(default, str) and "[train]" in default):
+        # a preset's TOML (its default is a full preset: thousands of steps on the shipped corpus)
         return _tiny_toml()
     if param.get("parameter_has_default"):
         return param.get("parameter_default")
