@@ -26,13 +26,14 @@ def offline_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp
 
 
 def _progress(driver) -> tuple[int, str]:
-    """(step, state) of the Train tab's progress bar; (0, "") before there is one."""
-    from selenium.webdriver.common.by import By
-
-    bars = driver.find_elements(By.CSS_SELECTOR, "#train-status #train-progress")
-    if not bars:
+    """(step, state) of the Train tab's progress bar; (0, "") before there is one. Read in one
+    script call: the bar is re-rendered every second, so an element handle can go stale."""
+    found = driver.execute_script(
+        "const bar = document.querySelector('#train-status #train-progress');"
+        "return bar ? [bar.getAttribute('data-step'), bar.getAttribute('data-state')] : null;")
+    if not found:
         return 0, ""
-    return int(bars[0].get_attribute("data-step") or 0), bars[0].get_attribute("data-state") or ""
+    return int(found[0] or 0), found[1] or ""
 
 
 def test_the_default_preset_trains_with_no_network(browser, offline_app, tmp_path):

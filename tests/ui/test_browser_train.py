@@ -14,7 +14,8 @@ pytestmark = BROWSER
 
 def _status_step(driver) -> tuple[int, int, str]:
     """(step, max_steps, state) of the Train status bar."""
-    html = driver.find_element("id", "train-status").get_attribute("innerHTML")
+    html = driver.execute_script(  # one script call: the bar is re-rendered every second
+        "const el = document.getElementById('train-status'); return el ? el.innerHTML : '';") or ""
     step = re.search(r'data-step="(\d+)"', html)
     total = re.search(r"step \d+/(\d+)", html)
     state = re.search(r'data-state="(\w+)"', html)
