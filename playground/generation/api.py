@@ -1,7 +1,8 @@
 """Generation on a checkpoint bundle: one entry point per use, dispatching on the family kind.
 
-- `stream(bundle, request)`: StepEvents then Done, for GPT (sampling) and seq2seq (greedy or
-  beam search); the tab and the CLI both consume it.
+- `stream(bundle, request)`: StepEvents then Done, for GPT (sampling, batched with every
+  other user of the same checkpoint: `batching`) and seq2seq (greedy or beam search); the tab
+  and the CLI both consume it.
 - `classify_image(bundle, image)`: class probabilities for ViT.
 - `next_token_table(bundle, prompt, sampling)`: the next-token distribution and what each
   filter leaves of it (the tab's chart).
@@ -17,6 +18,7 @@ import pandas as pd
 import torch
 
 from playground.errors import ConfigError, DataError
+from playground.generation.batching import batching_enabled, stream_batched
 from playground.generation.events import Done, StepEvent
 from playground.generation.filters import SamplingConfig, filter_stages
 from playground.generation.lm import start_ids, stream_lm
@@ -118,7 +120,8 @@ def stream(bundle: Any, request: GenerateRequest) -> Iterator[StepEvent | Done]:
         if bundle.tokenizer is not None:
             eot = bundle.tokenizer.token_to_id("<|endoftext|>")
             stop_ids = (eot,) if eot is not None and ids != [eot] else ()
-        yield from stream_lm(
+        decode = stream_batched if batching_enabled() else stream_lm  # batched: one forward for all users
+        yield from decode(
             model, bundle.tokenizer, ids, max_new_tokens=request.max_new_tokens, sampling=request.sampling,
             seed=request.seed, num_samples=request.num_samples, stop=request.stop, stop_ids=stop_ids,
             use_cache=request.use_cache, n_alternatives=request.n_alternatives, prompt_text=request.prompt,

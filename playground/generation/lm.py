@@ -116,123 +116,190 @@ class _Sampler:
         return nxt, prob, sampled, alt_p, alt_i
 
 
+class LMRun:
+    """One sampling call between forward passes: its token buffer, context window, sampler and
+    per-sample bookkeeping (text, stop strings, events).
+
+    The decode loops own the model and the cache; a run only says which ids to feed next
+    (`first_window`, `advance`) and turns the logits of its rows into StepEvents (`step`).
+    `stream_lm` drives one run alone; `playground.generation.batching` drives many in one
+    batch, so a run gives the same tokens either way: it draws from its own generator in the
+    same order.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        tokenizer: Any,
+        prompt_ids: Sequence[int],
+        *,
+        max_new_tokens: int = 200,
+        sampling: SamplingConfig | None = None,
+        seed: int | None = None,
+        num_samples: int = 1,
+        stop: Sequence[str] = (),
+        stop_ids: Sequence[int] = (),
+        use_cache: bool = True,
+        n_alternatives: int = 5,
+        block_size: int | None = None,
+        prompt_text: str | None = None,
+        decode_text: bool = True,
+    ) -> None:
+        cfg = sampling or SamplingConfig()
+        if max_new_tokens < 0:
+            raise ConfigError(f"max new tokens must be >= 0, got {max_new_tokens}.")
+        if num_samples < 1:
+            raise ConfigError(f"number of samples must be >= 1, got {num_samples}.")
+        self.tokenizer = tokenizer
+        self.max_new_tokens = max_new_tokens
+        self.use_cache = use_cache
+        self.stops = [s for s in stop if s]
+        self.stop_id_set = set(int(i) for i in stop_ids)
+        self.block = int(block_size or model.config.block_size)
+        self.seed = resolve_seed(seed)
+        device = next(model.parameters()).device
+        prompt = list(prompt_ids) or start_ids(tokenizer)
+        vocab = int(model.config.vocab_size)
+        bad = [i for i in prompt if not 0 <= i < vocab]
+        if bad:
+            raise DataError(f"Prompt token ids {bad[:5]} are outside the model's vocabulary of {vocab}.")
+        if prompt_text is None or not prompt_ids:  # an empty prompt reports the start token it used
+            prompt_text = tokenizer.decode(prompt, skip_special_tokens=False) if tokenizer is not None else ""
+        self.prompt, self.prompt_text = prompt, prompt_text
+        self.B, P = num_samples, len(prompt)
+        self.started = time.perf_counter()
+        with torch.inference_mode():
+            self.ids = torch.empty(self.B, P + max_new_tokens, dtype=torch.long, device=device)  # [B, P+N]
+            self.ids[:, :P] = torch.tensor(prompt, dtype=torch.long, device=device)
+            gen = make_generator(self.seed, device)
+            self.sampler = _Sampler(cfg, self.B, vocab, device, gen, n_alternatives, self.ids[:, :P])
+        self.start = max(0, P - self.block)  # window start
+        self.n = P  # tokens known (prompt + generated)
+        self.step_index = 0
+        self.detok = [Detokenizer(tokenizer, prompt) if (decode_text and tokenizer is not None) else None
+                      for _ in range(self.B)]
+        self.texts = [""] * self.B
+        self.gen_ids: list[list[int]] = [[] for _ in range(self.B)]
+        self.reasons: list[str | None] = [None] * self.B
+        self.events: list[list[StepEvent]] = [[] for _ in range(self.B)]
+        self.alt_text_cache: dict[int, str] = {}
+        self.longest_stop = max((len(s) for s in self.stops), default=0)
+        self.produced = 0
+
+    @property
+    def finished(self) -> bool:
+        """True when every sample stopped or max_new_tokens were drawn."""
+        return self.step_index >= self.max_new_tokens or all(r is not None for r in self.reasons)
+
+    def first_window(self) -> Tensor:
+        """The prompt's window to feed first: ids [B, W] (W <= block size)."""
+        return self.ids[:, self.start : self.n]
+
+    def advance(self) -> tuple[bool, Tensor]:
+        """What to feed for the next token: (True, window ids [B, W]) when the cache must be
+        rebuilt from a new window (or there is no cache), else (False, last token [B, 1])."""
+        new_start = next_window_start(self.start, self.n, self.block)
+        if not self.use_cache or new_start != self.start:
+            self.start = new_start
+            return True, self.ids[:, self.start : self.n]
+        return False, self.ids[:, self.n - 1 : self.n]
+
+    def step(self, logits: Tensor) -> list[StepEvent]:
+        """Sample the next token of every sample from logits [B, V]; the new StepEvents (one
+        per sample still running, in sample order)."""
+        with torch.inference_mode():
+            nxt, prob, sampled, alt_p, alt_i = self.sampler(logits)
+            self.ids[:, self.n] = nxt
+        step, tokenizer = self.step_index, self.tokenizer
+        self.n += 1
+        self.step_index += 1
+        nxt_l, prob_l, sampled_l = nxt.tolist(), prob.tolist(), sampled.tolist()
+        alt_pl = alt_p.tolist() if alt_p is not None else None
+        alt_il = alt_i.tolist() if alt_i is not None else None
+        out: list[StepEvent] = []
+        for b in range(self.B):
+            if self.reasons[b] is not None:
+                continue
+            tid = nxt_l[b]
+            detok = self.detok[b]
+            piece = detok.push(tid) if detok is not None else ""
+            alternatives: list[tuple[int, str, float]] = []
+            if alt_il is not None:
+                for j, p in zip(alt_il[b], alt_pl[b]):  # type: ignore[index]
+                    txt = self.alt_text_cache.get(j)
+                    if txt is None and tokenizer is not None:
+                        txt = self.alt_text_cache[j] = token_text(tokenizer, j)
+                    alternatives.append((j, txt or str(j), p))
+            stopped = False
+            if tid in self.stop_id_set:
+                self.reasons[b], stopped = "eos", True
+            else:
+                self.gen_ids[b].append(tid)
+                self.texts[b] += piece
+                if self.stops:
+                    tail = self.texts[b][-(len(piece) + self.longest_stop) :]
+                    if any(s in tail for s in self.stops):
+                        text = self.texts[b]
+                        cut = min(i for i in (text.find(s) for s in self.stops) if i >= 0)
+                        self.texts[b] = text[:cut]
+                        self.reasons[b], stopped = "stop", True
+            event = StepEvent(b, step, self.n - 1, tid, piece, prob_l[b], sampled_l[b], alternatives, stopped)
+            self.events[b].append(event)
+            self.produced += 1
+            out.append(event)
+        return out
+
+    def done(self, **info: Any) -> Done:
+        """The Done of this run (elapsed since the run was made)."""
+        elapsed = time.perf_counter() - self.started
+        samples = [
+            SampleResult(self.prompt_text, list(self.prompt), self.gen_ids[b], self.texts[b],
+                         self.reasons[b] or "length", self.events[b])
+            for b in range(self.B)
+        ]
+        return Done(samples, self.seed, self.produced, elapsed,
+                    {"use_cache": self.use_cache, "block_size": self.block, **info})
+
+
 def stream_lm(
     model: nn.Module,
     tokenizer: Any,
     prompt_ids: Sequence[int],
-    *,
-    max_new_tokens: int = 200,
-    sampling: SamplingConfig | None = None,
-    seed: int | None = None,
-    num_samples: int = 1,
-    stop: Sequence[str] = (),
-    stop_ids: Sequence[int] = (),
-    use_cache: bool = True,
-    n_alternatives: int = 5,
-    block_size: int | None = None,
-    prompt_text: str | None = None,
-    decode_text: bool = True,
+    **kwargs: Any,
 ) -> Iterator[StepEvent | Done]:
     """Generate from a GPT-style model, yielding a StepEvent per token per sample, then Done.
+
+    Keyword arguments are those of `LMRun`: max_new_tokens (200), sampling, seed,
+    num_samples (1), stop, stop_ids, use_cache (True), n_alternatives (5), block_size,
+    prompt_text, decode_text (True).
 
     `num_samples` samples are drawn at once (one batch). A sample stops at a stop string (its
     text is cut before it), a token of `stop_ids`, or after `max_new_tokens`. The same `seed`
     gives the same tokens (on the same device).
     """
-    cfg = sampling or SamplingConfig()
-    if max_new_tokens < 0:
-        raise ConfigError(f"max new tokens must be >= 0, got {max_new_tokens}.")
-    if num_samples < 1:
-        raise ConfigError(f"number of samples must be >= 1, got {num_samples}.")
-    stops = [s for s in stop if s]
-    stop_id_set = set(int(i) for i in stop_ids)
-    block = int(block_size or model.config.block_size)
-    seed = resolve_seed(seed)
-    device = next(model.parameters()).device
-    prompt = list(prompt_ids) or start_ids(tokenizer)
-    vocab = int(model.config.vocab_size)
-    bad = [i for i in prompt if not 0 <= i < vocab]
-    if bad:
-        raise DataError(f"Prompt token ids {bad[:5]} are outside the model's vocabulary of {vocab}.")
-    if prompt_text is None or not prompt_ids:  # an empty prompt reports the start token it used
-        prompt_text = tokenizer.decode(prompt, skip_special_tokens=False) if tokenizer is not None else ""
-    B, P = num_samples, len(prompt)
-    started = time.perf_counter()
+    yield from run_alone(model, LMRun(model, tokenizer, prompt_ids, **kwargs))
 
-    with torch.inference_mode():
-        ids = torch.empty(B, P + max_new_tokens, dtype=torch.long, device=device)  # [B, P+N]
-        ids[:, :P] = torch.tensor(prompt, dtype=torch.long, device=device)
-        gen = make_generator(seed, device)
-        sampler = _Sampler(cfg, B, vocab, device, gen, n_alternatives, ids[:, :P])
-        cache = model.new_cache() if use_cache else None
-        start = max(0, P - block)
-        if max_new_tokens:
-            logits = model(ids[:, start:P], cache=cache, last_only=True)[:, -1]  # [B,V]
 
-    detok = [Detokenizer(tokenizer, prompt) if (decode_text and tokenizer is not None) else None for _ in range(B)]
-    texts = [""] * B
-    gen_ids: list[list[int]] = [[] for _ in range(B)]
-    reasons: list[str | None] = [None] * B
-    events: list[list[StepEvent]] = [[] for _ in range(B)]
-    alt_text_cache: dict[int, str] = {}
-    longest_stop = max((len(s) for s in stops), default=0)
-    n = P
-    produced = 0
-    for step in range(max_new_tokens):
+def run_alone(model: nn.Module, run: LMRun) -> Iterator[StepEvent | Done]:
+    """Drive one run with its own forward passes (and its own cache): its events, then Done."""
+    cache = model.new_cache() if run.use_cache else None
+    if run.max_new_tokens:
         with torch.inference_mode():
-            nxt, prob, sampled, alt_p, alt_i = sampler(logits)
-            ids[:, n] = nxt
-        n += 1
-        nxt_l, prob_l, sampled_l = nxt.tolist(), prob.tolist(), sampled.tolist()
-        alt_pl = alt_p.tolist() if alt_p is not None else None
-        alt_il = alt_i.tolist() if alt_i is not None else None
-        for b in range(B):
-            if reasons[b] is not None:
-                continue
-            tid = nxt_l[b]
-            piece = detok[b].push(tid) if detok[b] is not None else ""
-            alternatives: list[tuple[int, str, float]] = []
-            if alt_il is not None:
-                for j, p in zip(alt_il[b], alt_pl[b]):  # type: ignore[index]
-                    txt = alt_text_cache.get(j)
-                    if txt is None and tokenizer is not None:
-                        txt = alt_text_cache[j] = token_text(tokenizer, j)
-                    alternatives.append((j, txt or str(j), p))
-            stopped = False
-            if tid in stop_id_set:
-                reasons[b], stopped = "eos", True
-            else:
-                gen_ids[b].append(tid)
-                texts[b] += piece
-                if stops:
-                    tail = texts[b][-(len(piece) + longest_stop) :]
-                    if any(s in tail for s in stops):
-                        cut = min(i for i in (texts[b].find(s) for s in stops) if i >= 0)
-                        texts[b] = texts[b][:cut]
-                        reasons[b], stopped = "stop", True
-            event = StepEvent(b, step, n - 1, tid, piece, prob_l[b], sampled_l[b], alternatives, stopped)
-            events[b].append(event)
-            produced += 1
-            yield event
-        if all(r is not None for r in reasons) or step == max_new_tokens - 1:
+            logits = model(run.first_window(), cache=cache, last_only=True)[:, -1]  # [B,V]
+    while not run.finished:
+        yield from run.step(logits)
+        if run.finished:
             break
         with torch.inference_mode():
-            new_start = next_window_start(start, n, block)
+            rebuild, x = run.advance()
             if cache is None:
-                start = new_start
-                logits = model(ids[:, start:n], last_only=True)[:, -1]
-            elif new_start != start:
-                start = new_start
+                logits = model(x, last_only=True)[:, -1]
+            elif rebuild:
                 cache.crop(0)
-                logits = model(ids[:, start:n], cache=cache, last_only=True)[:, -1]
+                logits = model(x, cache=cache, last_only=True)[:, -1]
             else:
-                logits = model(ids[:, n - 1 : n], cache=cache)[:, -1]
-    elapsed = time.perf_counter() - started
-    samples = [
-        SampleResult(prompt_text, list(prompt), gen_ids[b], texts[b], reasons[b] or "length", events[b])
-        for b in range(B)
-    ]
-    yield Done(samples, seed, produced, elapsed, {"use_cache": use_cache, "block_size": block})
+                logits = model(x, cache=cache)[:, -1]
+    yield run.done()
 
 
 def generate_lm(model: nn.Module, tokenizer: Any, prompt_ids: Sequence[int], **kwargs: Any) -> Done:

@@ -379,6 +379,17 @@ def _class_name(state: dict[str, Any], k: int) -> str | None:
 # ---------------------------------------------------------------------------------------------
 
 
+def _generate_lane(ctx: AppContext) -> dict[str, Any]:
+    """Generate's lane. Batched, a GPT generation mostly waits for its model's batch worker
+    (one forward pass per step for everyone), so the lane is as wide as a batch; unbatched
+    (PLAYGROUND_GENERATE_BATCHING=0) it shares the light lane, as before."""
+    from playground.generation.batching import MAX_ROWS, batching_enabled
+
+    if batching_enabled():
+        return {"concurrency_id": "generate", "concurrency_limit": MAX_ROWS}
+    return ctx.light()
+
+
 def build(ctx: AppContext) -> None:
     """Lay out the Generate tab."""
     caps = ctx.settings.caps
@@ -467,7 +478,7 @@ def build(ctx: AppContext) -> None:
         [ctx.user, model, prompt, temperature, top_k, top_p, min_p, rep, freq, pres, max_new, seed, num_samples, stop,
          beam_width, length_penalty],
         [output, stats, table, align_plot, result, picker, table_csv, align_csv],
-        api_name="generate_text", show_progress="minimal", **ctx.light(),
+        api_name="generate_text", show_progress="minimal", **_generate_lane(ctx),
     )
     cls_event = classify_btn.click(None, None, [stats], js="() => 'Classifying…'", queue=False,
                                    show_progress="hidden").then(

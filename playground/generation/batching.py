@@ -1,0 +1,472 @@
+"""Continuous batching of GPT sampling: one forward pass per step for every user of a checkpoint.
+
+Twenty students pressing Generate on one checkpoint should cost about one forward pass per
+token, not twenty. Each checkpoint (model object) gets one `GPTBatcher` with one worker
+thread. A request (`LMRun`: its prompt, sampling settings, seed, samples, stop condition)
+joins the batch at the next step and leaves at the step it finishes, is cancelled or fails;
+the others go on undisturbed.
+
+One step of the worker:
+
+1. **decode**: every running row feeds its last token in ONE forward pass. Each row is at its
+   own position: its position embedding is looked up per row, its keys/values are written at
+   its own length in a `RowKVCache`, and a key mask `[B, K]` lets it see only its own
+   prefix (rows are padded on the right up to the longest one).
+2. **prefill**: requests that just joined, or whose context window jumped (see `lm.py`),
+   feed their window; windows of the same width go through the model together, with an
+   ordinary `KVCache`, whose keys/values are then copied into their rows.
+3. **sample**: each request samples from its own rows of the logits with its own sampler
+   and `torch.Generator`, exactly as `stream_lm` does alone, so a user gets the tokens
+   they would get alone with the same seed.
+
+Batched logits equal single logits up to float rounding (batched matrix products and the
+masked attention sum in another order): on the shipped demo GPT, 8 rows at positions 1 to 62,
+the largest difference was 3e-6 on logits up to 9 in size (the tests allow 1e-4), far too
+small to change a draw in practice; the tests check token-for-token equality.
+
+Limits (checked before anything is allocated): at most `max_rows` sequences decode together
+(a request takes `num_samples` rows) and the cache of those rows fits `KV_BUDGET_BYTES`; at
+most `max_waiting` requests wait to join (more: TooBigError, "try again"). A request that
+cannot be batched (no cache, RoPE/ALiBi positions, more samples than rows) runs alone on
+the caller's thread, as before.
+
+A consumer that stops reading (closes the stream: Stop in the app) cancels its request; the
+worker drops its rows at the next step. An error in one request's sampling or prefill goes to
+that request only; an error in the shared decode pass goes to the requests in that pass, and
+the worker carries on with the next ones.
+
+`PLAYGROUND_GENERATE_BATCHING=0` switches batching off (every request runs alone, as before
+batching existed): the bench's unbatched peer.
+"""
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from playground.errors import TooBigError
+from playground.generation.events import Done, StepEvent
+from playground.generation.lm import LMRun, run_alone
+from playground.models.attention import KVCache
+
+ENV_SWITCH = "PLAYGROUND_GENERATE_BATCHING"
+MAX_ROWS = 32  # sequences decoded in one forward pass
+MAX_WAITING = 64  # requests waiting to join a full batch
+KV_BUDGET_BYTES = 256 * 2**20  # a batcher's row cache (all rows, all layers, keys and values)
+IDLE_EXIT_S = 20.0  # a worker with nothing to do for this long ends (a new request starts another)
+POLL_S = 1.0  # how often a waiting consumer checks that its worker is alive
+FLUSH_S = 0.05  # events reach their reader at most this often (each wake-up costs the worker the GIL)
+UNBATCHABLE_POSITIONS = ("rope", "alibi")  # rotations/biases need one shared offset per forward
+
+
+def batching_enabled() -> bool:
+    """False when PLAYGROUND_GENERATE_BATCHING is 0/off/false/no (the unbatched peer)."""
+    return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "off", "false", "no")
+
+
+# ---------------------------------------------------------------------------------------------
+# the row cache and the batched decode pass
+
+
+class RowKVCache:
+    """Keys and values of up to `capacity` sequences, each with its own length.
+
+    Buffers per layer: k, v [capacity, H, max_length, hd], zero-filled (a padded key is
+    masked, but its value is still multiplied by weight 0: it must never be NaN). Rows
+    0..rows-1 are in use; `lengths[r]` positions of row r are filled. Passed as the `cache` of
+    the model's blocks, whose attention calls `append`.
+    """
+
+    def __init__(self, n_layers: int, max_length: int, n_head: int, head_dim: int, capacity: int,
+                 dtype: torch.dtype, device: torch.device) -> None:
+        self.max_length, self.capacity = max_length, capacity
+        shape = (capacity, n_head, max_length, head_dim)
+        self.k = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(n_layers)]
+        self.v = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(n_layers)]
+        self.lengths: list[int] = []
+        self.device = device
+        self._rows_index = torch.arange(capacity, device=device)
+        self._pos: Tensor | None = None  # positions of this forward [rows]
+
+    @staticmethod
+    def row_bytes(n_layers: int, max_length: int, d_model: int, element_size: int) -> int:
+        """Bytes one row takes (keys and values of every layer)."""
+        return 2 * n_layers * max_length * d_model * element_size
+
+    @property
+    def rows(self) -> int:
+        return len(self.lengths)
+
+    def add_rows(self, n: int) -> int:
+        """Reserve n rows at the end (length 0); the first one's index."""
+        if self.rows + n > self.capacity:
+            raise TooBigError(f"the batch holds {self.capacity} sequences; {self.rows + n} requested")
+        first = self.rows
+        self.lengths.extend([0] * n)
+        return first
+
+    def load(self, row: int, src: KVCache, src_row: int, n: int, length: int) -> None:
+        """Copy rows src_row..src_row+n-1 of an ordinary cache (positions 0..length-1) into
+        rows row..row+n-1, which then hold `length` positions."""
+        for i, layer in enumerate(src.layers):
+            self.k[i][row : row + n, :, :length] = layer.k[src_row : src_row + n, :, :length]  # type: ignore[index]
+            self.v[i][row : row + n, :, :length] = layer.v[src_row : src_row + n, :, :length]  # type: ignore[index]
+        self.lengths[row : row + n] = [length] * n
+
+    def keep(self, spans: Sequence[tuple[int, int]]) -> None:
+        """Keep only the rows of `spans` ((first row, count), in order), moved to the front."""
+        index = [r for first, n in spans for r in range(first, first + n)]
+        if index == list(range(self.rows)):
+            return
+        if index:
+            idx = torch.tensor(index, device=self.device)
+            for buf in (*self.k, *self.v):
+                buf[: len(index)] = buf.index_select(0, idx)
+        self.lengths = [self.lengths[r] for r in index]
+
+    def begin(self) -> tuple[Tensor, int]:
+        """Start a decode pass: (positions [rows], keys per row after it = longest + 1)."""
+        self._pos = torch.tensor(self.lengths, device=self.device)  # [R]
+        return self._pos, max(self.lengths) + 1
+
+    def append(self, i: int, k: Tensor, v: Tensor, offset: int) -> tuple[Tensor, Tensor]:
+        """Write one new key/value per row (k, v [R,H,1,hd]) at that row's own position; views
+        of every row's keys/values [R,H,K,hd], K = longest row + 1 (the rest is masked)."""
+        R, _, T, _ = k.shape
+        assert T == 1 and self._pos is not None, "RowKVCache decodes one token per row"
+        K = max(self.lengths) + 1
+        if K > self.max_length:
+            raise ValueError(f"row cache holds {self.max_length} positions; {K} requested")
+        rows = self._rows_index[:R]
+        self.k[i][rows, :, self._pos] = k[:, :, 0]  # [R,H,hd]
+        self.v[i][rows, :, self._pos] = v[:, :, 0]
+        return self.k[i][:R, :, :K], self.v[i][:R, :, :K]
+
+    def end(self) -> None:
+        """Finish a decode pass: every row is one token longer."""
+        self.lengths = [n + 1 for n in self.lengths]
+        self._pos = None
+
+
+def decode_rows(model: nn.Module, tokens: Tensor, cache: RowKVCache) -> Tensor:
+    """One token per row, each at its own position: tokens [R,1] -> logits [R,V].
+
+    The GPT's own modules in the order of `GPT.forward`; what differs is per-row: the position
+    embedding of each row's position and a key mask [R,K] (True = a key of this row's own
+    prefix or the new token). Blocks get offset 0, so only additive (or no) position encodings
+    are batched.
+    """
+    pos, K = cache.begin()  # [R], keys after this token
+    x = model.tok_emb(tokens)  # [R,1,D]
+    if model.pos_emb is not None:
+        x = x + model.pos_emb.weight[pos][:, None]  # [R,1,D]
+    x = model.drop(x)
+    key_mask = torch.arange(K, device=tokens.device)[None, :] <= pos[:, None]  # [R,K]
+    for i, block in enumerate(model.blocks):
+        x = block(x, key_mask=key_mask, cache=cache, layer=i, offset=0)
+    cache.end()
+    return model.lm_head(model.ln_f(x))[:, -1]  # [R,V]
+
+
+# ---------------------------------------------------------------------------------------------
+# requests and the worker
+
+
+@dataclass(eq=False)
+class Job:
+    """One request in a batcher: its run, its output queue, its rows and what it feeds next."""
+
+    run: LMRun
+    out: queue.SimpleQueue = field(default_factory=queue.SimpleQueue)
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    row: int = -1  # first of its run.B rows in the row cache (-1: not in the batch)
+    window: bool = True  # next feed is a window to prefill (else one token per row)
+    feed: Tensor | None = None  # ids [B, W] or [B, 1]
+    logits: Tensor | None = None  # [B, V] for the next sample
+    over: bool = False  # finished, failed or cancelled: leaves at the end of the step
+    unsent: list[StepEvent] = field(default_factory=list)  # events not yet handed to the reader
+    sent_at: float = 0.0  # time.monotonic() of the last hand-over
+
+    def send(self, events: list[StepEvent], now: float, last: bool = False) -> None:
+        """Queue events for the reader, handing them over every FLUSH_S (and at the end)."""
+        self.unsent.extend(events)
+        if self.unsent and (last or now - self.sent_at >= FLUSH_S):
+            self.out.put(self.unsent)
+            self.unsent, self.sent_at = [], now
+
+    def cancel(self) -> None:
+        """Leave the batch at the next step (the consumer stopped reading)."""
+        self.cancelled.set()
+
+
+class GPTBatcher:
+    """The batch of one GPT model: a waiting list, a row cache and one worker thread."""
+
+    def __init__(self, model: nn.Module, *, max_rows: int = MAX_ROWS, max_waiting: int = MAX_WAITING,
+                 idle_s: float = IDLE_EXIT_S, registry: dict[int, GPTBatcher] | None = None,
+                 registry_lock: threading.Lock | None = None) -> None:
+        cfg = model.config
+        param = next(model.parameters())
+        self.model = model
+        self.block = int(cfg.block_size)
+        per_row = RowKVCache.row_bytes(cfg.n_layer, self.block, cfg.d_model, param.element_size())
+        self.max_rows = max(0, min(max_rows, KV_BUDGET_BYTES // per_row))  # capped before allocating
+        self.max_waiting = max_waiting
+        self.idle_s = idle_s
+        self._registry, self._registry_lock = registry, registry_lock or threading.Lock()
+        self._cond = threading.Condition()
+        self._waiting: list[Job] = []
+        self._active: list[Job] = []
+        self._thread: threading.Thread | None = None
+        self._cache: RowKVCache | None = None
+        self.steps = 0  # decode passes run (for tests and the bench)
+        self.max_batch_seen = 0
+
+    def can_take(self, run: LMRun) -> bool:
+        """Whether `run` can join this batch at all (else it runs alone)."""
+        return run.use_cache and 1 <= run.B <= self.max_rows and run.block == self.block
+
+    def submit(self, run: LMRun) -> Job:
+        """Queue a run to join the batch; TooBigError when too many already wait."""
+        job = Job(run)
+        with self._cond:
+            if len(self._waiting) >= self.max_waiting:
+                raise TooBigError(
+                    f"{len(self._waiting)} generations are already waiting for this model (the most this server "
+                    "queues); try again in a moment."
+                )
+            self._waiting.append(job)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="gpt-batcher", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+        return job
+
+    def alive(self) -> bool:
+        thread = self._thread
+        return thread is not None and thread.is_alive()
+
+    # -- the worker --------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                idle = not self._active and not self._waiting and not self._cond.wait(self.idle_s)
+            if idle and self._exit_if_idle():
+                return
+            with self._cond:
+                joining = self._admit()
+            if not joining and not self._active:
+                continue
+            try:
+                self._join(joining)
+                self._step()
+            except BaseException as exc:  # noqa: BLE001 - a shared failure: tell everyone in it, go on
+                for job in self._active:
+                    self._fail(job, exc)
+                self._active = []
+                self._cache = None
+
+    def _exit_if_idle(self) -> bool:
+        """End the worker if still idle: free the rows, leave the registry (whose lock comes
+        first, as in `stream_batched`, so a request cannot slip in between)."""
+        with self._registry_lock, self._cond:
+            if self._active or self._waiting:
+                return False
+            self._thread = None
+            self._cache = None
+            if self._registry is not None and self._registry.get(id(self.model)) is self:
+                del self._registry[id(self.model)]
+            return True
+
+    def _admit(self) -> list[Job]:
+        """Waiting jobs that fit the free rows, in arrival order (called under the lock)."""
+        used = sum(j.run.B for j in self._active)
+        joining, still = [], []
+        for job in self._waiting:
+            if job.cancelled.is_set():
+                job.out.put(Done([], job.run.seed, 0, 0.0, {"cancelled": True}))
+            elif used + job.run.B <= self.max_rows and not still:
+                joining.append(job)
+                used += job.run.B
+            else:
+                still.append(job)
+        self._waiting = still
+        return joining
+
+    def _join(self, joining: list[Job]) -> None:
+        if not joining:
+            return
+        if self._cache is None:
+            cfg, param = self.model.config, next(self.model.parameters())
+            self._cache = RowKVCache(cfg.n_layer, self.block, cfg.n_head, cfg.d_model // cfg.n_head,
+                                     self.max_rows, param.dtype, param.device)
+        for job in joining:
+            job.row = self._cache.add_rows(job.run.B)
+            job.window, job.feed = True, job.run.first_window()
+            self._active.append(job)
+
+    def _step(self) -> None:
+        """One step of every active job: decode pass, prefills, sampling; finished jobs leave."""
+        cache = self._cache
+        assert cache is not None
+        for job in self._active:
+            if job.cancelled.is_set():
+                job.over = True
+        running = [j for j in self._active if not j.over]
+        decoding = [j for j in running if not j.window]
+        with torch.inference_mode():
+            if decoding:
+                self._decode(running, cache)
+            by_width: dict[int, list[Job]] = defaultdict(list)
+            for job in running:
+                if job.window:
+                    by_width[job.feed.shape[1]].append(job)  # type: ignore[union-attr]
+            for group in by_width.values():
+                self._prefill(group, cache)
+        now = time.monotonic()
+        for job in running:
+            if job.over:
+                continue
+            try:
+                events = job.run.step(job.logits)  # type: ignore[arg-type]
+                job.send(events, now, last=job.run.finished)
+                if job.run.finished:
+                    job.out.put(job.run.done(batched=True))
+                    job.over = True
+                else:
+                    job.window, job.feed = job.run.advance()
+            except Exception as exc:  # noqa: BLE001 - this request's own failure
+                self._fail(job, exc)
+            job.logits = None
+        self.steps += 1
+        self.max_batch_seen = max(self.max_batch_seen, cache.rows)
+        kept = [j for j in self._active if not j.over]
+        cache.keep([(j.row, j.run.B) for j in kept])
+        row = 0
+        for job in kept:
+            job.row, row = row, row + job.run.B
+        self._active = kept
+
+    def _decode(self, jobs: list[Job], cache: RowKVCache) -> None:
+        """One forward pass for every row; rows about to prefill feed a dummy token at
+        position 0 (overwritten by their prefill) and ignore their logits."""
+        cache.keep([(j.row, j.run.B) for j in jobs])  # cancelled rows out before the pass
+        feeds, row = [], 0
+        for job in jobs:
+            job.row, row = row, row + job.run.B
+            if job.window:
+                cache.lengths[job.row : job.row + job.run.B] = [0] * job.run.B
+                feeds.append(torch.zeros(job.run.B, 1, dtype=torch.long, device=cache.device))
+            else:
+                feeds.append(job.feed)
+        self._active = jobs + [j for j in self._active if j.over]  # over jobs have no rows now
+        for job in self._active[len(jobs):]:
+            job.row = -1
+        logits = decode_rows(self.model, torch.cat(feeds), cache)  # [R,V]
+        for job in jobs:
+            if not job.window:
+                job.logits = logits[job.row : job.row + job.run.B]
+
+    def _prefill(self, group: list[Job], cache: RowKVCache) -> None:
+        """Windows of one width in one forward pass (an ordinary cache, copied into the rows);
+        if that fails, each job alone, so only a failing job gets the error."""
+        try:
+            self._prefill_together(group, cache)
+        except Exception as exc:  # noqa: BLE001 - find the job that fails
+            if len(group) == 1:
+                self._fail(group[0], exc)
+                return
+            for job in group:
+                try:
+                    self._prefill_together([job], cache)
+                except Exception as exc:  # noqa: BLE001
+                    self._fail(job, exc)
+
+    def _prefill_together(self, group: list[Job], cache: RowKVCache) -> None:
+        ids = torch.cat([j.feed for j in group])  # type: ignore[misc]  # [G,W]
+        kv = self.model.new_cache()
+        logits = self.model(ids, cache=kv, last_only=True)[:, -1]  # [G,V]
+        src = 0
+        for job in group:
+            n = job.run.B
+            cache.load(job.row, kv, src, n, ids.shape[1])
+            job.logits = logits[src : src + n]
+            src += n
+
+    @staticmethod
+    def _fail(job: Job, exc: BaseException) -> None:
+        if not job.over:
+            job.over = True
+            job.out.put(exc)
+
+
+# ---------------------------------------------------------------------------------------------
+# one batcher per model, and the stream a caller reads
+
+
+_batchers: dict[int, GPTBatcher] = {}  # id(model) -> its batcher (holding the model while it lives)
+_batchers_lock = threading.Lock()
+
+
+def batchable(model: nn.Module) -> bool:
+    """A GPT whose positions can be looked up per row (learned, sinusoidal or none)."""
+    cfg = getattr(model, "config", None)
+    return (hasattr(model, "new_cache") and hasattr(model, "tok_emb") and cfg is not None
+            and getattr(cfg, "pos_encoding", None) not in UNBATCHABLE_POSITIONS)
+
+
+def stream_batched(model: nn.Module, tokenizer: Any, prompt_ids: Sequence[int], *,
+                   batcher: GPTBatcher | None = None, **kwargs: Any) -> Iterator[StepEvent | Done]:
+    """`stream_lm`, with the forward passes shared with every other caller of the same model.
+
+    Same arguments and the same events as `stream_lm` (the same tokens for the same seed).
+    Closing the stream cancels the request. Runs alone (`stream_lm`) when the request or the
+    model cannot be batched.
+    """
+    if not batchable(model):
+        yield from run_alone(model, LMRun(model, tokenizer, prompt_ids, **kwargs))
+        return
+    run = LMRun(model, tokenizer, prompt_ids, **kwargs)
+    if batcher is None:
+        with _batchers_lock:  # get and submit at once: an idle worker cannot end in between
+            batcher = _batchers.get(id(model))
+            if batcher is None or batcher.model is not model:
+                batcher = _batchers[id(model)] = GPTBatcher(model, registry=_batchers, registry_lock=_batchers_lock)
+            job = _submit_or_none(batcher, run)
+    else:
+        job = _submit_or_none(batcher, run)
+    if job is None:
+        yield from run_alone(model, run)
+        return
+    try:
+        while True:
+            try:
+                item = job.out.get(timeout=POLL_S)
+            except queue.Empty:
+                if not batcher.alive():
+                    raise RuntimeError("the generation worker stopped; press Generate again") from None
+                continue
+            if isinstance(item, Done):
+                yield item
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield from item
+    finally:
+        job.cancel()
+
+
+def _submit_or_none(batcher: GPTBatcher, run: LMRun) -> Job | None:
+    """The job, or None when the run cannot join (it then runs alone)."""
+    if not batcher.can_take(run) or run.max_new_tokens == 0:
+        return None
+    return batcher.submit(run)
