@@ -63,7 +63,7 @@ MAX_WAITING = 64  # requests waiting to join a full batch
 KV_BUDGET_BYTES = 256 * 2**20  # a batcher's row cache (all rows, all layers, keys and values)
 IDLE_EXIT_S = 20.0  # a worker with nothing to do for this long ends (a new request starts another)
 POLL_S = 1.0  # how often a waiting consumer checks that its worker is alive
-FLUSH_S = 0.05  # events reach their reader at most this often (each wake-up costs the worker the GIL)
+FLUSH_S = 0.1  # events reach their reader at most this often (each wake-up costs the worker the GIL)
 UNBATCHABLE_POSITIONS = ("rope", "alibi")  # rotations/biases need one shared offset per forward
 
 
@@ -415,6 +415,15 @@ class GPTBatcher:
 
 _batchers: dict[int, GPTBatcher] = {}  # id(model) -> its batcher (holding the model while it lives)
 _batchers_lock = threading.Lock()
+
+
+def generations_running(model: nn.Module) -> int:
+    """Requests in the model's batch or waiting to join (0 without a batcher)."""
+    batcher = _batchers.get(id(model))
+    if batcher is None or batcher.model is not model:
+        return 0
+    with batcher._cond:
+        return len(batcher._active) + len(batcher._waiting)
 
 
 def batchable(model: nn.Module) -> bool:

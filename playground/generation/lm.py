@@ -154,7 +154,7 @@ class LMRun:
         self.max_new_tokens = max_new_tokens
         self.use_cache = use_cache
         self.stops = [s for s in stop if s]
-        self.stop_id_set = set(int(i) for i in stop_ids)
+        self.stop_id_set = {int(i) for i in stop_ids}
         self.block = int(block_size or model.config.block_size)
         self.seed = resolve_seed(seed)
         device = next(model.parameters()).device

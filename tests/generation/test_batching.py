@@ -10,7 +10,12 @@ import torch
 
 from playground.errors import TooBigError
 from playground.generation import GenerateRequest, SamplingConfig, generate_lm, stream
-from playground.generation.batching import GPTBatcher, RowKVCache, decode_rows, stream_batched
+from playground.generation.batching import (
+    GPTBatcher,
+    RowKVCache,
+    decode_rows,
+    stream_batched,
+)
 from playground.generation.events import Done
 from playground.generation.lm import LMRun
 from playground.models.gpt import GPT, GPTConfig
@@ -33,9 +38,9 @@ def _requests(tok, prompts: list[str], new_tokens: int) -> list[dict]:
     """Requests that differ in everything a user can set."""
     out = []
     for i in range(8):
-        out.append(dict(prompt_ids=tok.encode(prompts[i % len(prompts)]).ids, max_new_tokens=new_tokens - 3 * i,
-                        sampling=SETTINGS[i % len(SETTINGS)], seed=100 + i, num_samples=1 + (i % 3 == 0),
-                        stop=("e.",) if i % 4 == 1 else ()))
+        out.append({"prompt_ids": tok.encode(prompts[i % len(prompts)]).ids, "max_new_tokens": new_tokens - 3 * i,
+                        "sampling": SETTINGS[i % len(SETTINGS)], "seed": 100 + i, "num_samples": 1 + (i % 3 == 0),
+                        "stop": ("e.",) if i % 4 == 1 else ()})
     return out
 
 
@@ -185,8 +190,8 @@ def test_caps_rows_and_waiting(gpt_bundle):
     most max_waiting queued requests."""
     model, tok = gpt_bundle.model, gpt_bundle.tokenizer
     batcher = GPTBatcher(model, max_rows=3, idle_s=0.5)
-    reqs = [dict(prompt_ids=tok.encode("the").ids, max_new_tokens=20, seed=i, num_samples=2) for i in range(3)]
-    big = dict(prompt_ids=tok.encode("fox").ids, max_new_tokens=10, seed=9, num_samples=4)
+    reqs = [{"prompt_ids": tok.encode("the").ids, "max_new_tokens": 20, "seed": i, "num_samples": 2} for i in range(3)]
+    big = {"prompt_ids": tok.encode("fox").ids, "max_new_tokens": 10, "seed": 9, "num_samples": 4}
     gens = [stream_batched(model, tok, batcher=batcher, **r) for r in [*reqs, big]]
     for r, g in zip([*reqs, big], gens):
         _same(_alone(model, tok, r), _drain(g))
