@@ -238,12 +238,15 @@ class MultiHeadAttention(NamedAttention):
     Self-attention projects q, k, v with one fused ``qkv`` Linear [3D, D] (q, k, v in that
     order, heads contiguous); cross-attention has ``q_proj`` and ``kv_proj`` [2D, D]. Output
     ``out_proj``. ``scale=False`` drops the 1/sqrt(d_k) factor (the sqrt(d_k) experiment);
-    ``uniform=True`` freezes the weights uniform over the visible keys.
+    ``uniform=True`` freezes the weights uniform over the visible keys. ``qk_norm=True``
+    RMS-normalises each head's queries and keys (no gain) before RoPE and the dot product, so
+    the scores stay bounded whatever the projections' scale (QK-norm, Dehghani et al. 2023).
     """
 
     def __init__(self, d_model: int, n_head: int, *, causal: bool = False, cross: bool = False,
                  bias: bool = True, dropout: float = 0.0, scale: bool = True,
-                 rotary: Rotary | None = None, alibi: bool = False, uniform: bool = False) -> None:
+                 rotary: Rotary | None = None, alibi: bool = False, uniform: bool = False,
+                 qk_norm: bool = False) -> None:
         super().__init__()
         if d_model % n_head:
             raise ValueError(f"d_model {d_model} is not divisible by n_head {n_head}")
@@ -260,9 +263,16 @@ class MultiHeadAttention(NamedAttention):
         # uniform: every query attends equally to the keys it may see (Wiegreffe & Pinter's
         # frozen-uniform baseline); done by zeroing the queries, so both paths stay exact.
         self.uniform = uniform
+        self.qk_norm = qk_norm
         self.alibi = alibi and not cross and not uniform
         if self.alibi:
             self.register_buffer("alibi_slopes", alibi_slopes(n_head), persistent=False)
+
+    def _norm_qk(self, t: Tensor) -> Tensor:
+        """QK-norm: each head's vectors [.., hd] scaled to unit RMS (identity when off)."""
+        if not self.qk_norm:
+            return t
+        return t * torch.rsqrt(t.square().mean(-1, keepdim=True) + 1e-6)
 
     def _heads(self, t: Tensor, n: int) -> Tensor:
         """[B,T,n*D] -> [n,B,H,T,hd]."""
@@ -280,16 +290,18 @@ class MultiHeadAttention(NamedAttention):
         """
         B, T, D = x.shape
         if self.cross:
-            q = self._heads(self.q_proj(x), 1)[0]  # [B,H,T,hd]
+            q = self._norm_qk(self._heads(self.q_proj(x), 1)[0])  # [B,H,T,hd]
             slot = cache.layers[layer] if cache is not None else None
             if slot is not None and slot.k is not None:
                 k, v = slot.k, slot.v  # memory projected once per sequence
             else:
                 k, v = self._heads(self.kv_proj(context), 2)  # [B,H,S,hd] each
+                k = self._norm_qk(k)
                 if slot is not None:
                     slot.k, slot.v = k, v
         else:
             q, k, v = self._heads(self.qkv(x), 3)  # [B,H,T,hd] each
+            q, k = self._norm_qk(q), self._norm_qk(k)
             if self.rotary is not None:
                 q, k = self.rotary(q, offset), self.rotary(k, offset)
             if cache is not None:

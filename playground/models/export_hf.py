@@ -34,6 +34,10 @@ def check_gpt2_compatible(config: GPTConfig) -> None:
         problems.append(f"norm_placement={config.norm_placement!r} (GPT-2 is pre-LN)")
     if config.ffn not in HF_ACTIVATION:
         problems.append(f"ffn={config.ffn!r} (GPT-2's MLP has one activation, no gate)")
+    if getattr(config, "qk_norm", False):
+        problems.append("qk_norm=true (GPT-2 does not normalise queries and keys)")
+    if not getattr(config, "tie_embeddings", True):
+        problems.append("tie_embeddings=false (GPT-2's output layer is its token embedding)")
     if getattr(config, "uniform_attention", False):
         problems.append("uniform_attention=true (GPT-2's attention is learned)")
     if problems:

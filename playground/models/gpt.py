@@ -34,6 +34,9 @@ class GPTConfig(ModelConfig):
     attn_dropout: float = 0.0  # on the attention weights
     emb_dropout: float = 0.0  # on token + position embeddings
     uniform_attention: bool = False  # attention frozen uniform over visible keys (W&P baseline)
+    qk_norm: bool = False  # RMS-normalise each head's queries and keys before the dot product
+    tie_embeddings: bool = True  # lm_head shares tok_emb's weight (GPT-2); false: its own matrix
+    zero_init: bool = False  # residual output projections (and an untied lm_head) start at zero
 
     def __post_init__(self) -> None:
         self._check_positive("vocab_size", "block_size", "n_layer", "n_head", "d_model")
@@ -44,7 +47,9 @@ class GPT(ModelBase):
     """Decoder-only transformer. ``model(idx [B,T], cache) -> logits [B,T,V]``.
 
     Submodules: tok_emb, pos_emb (learned/sinusoidal, else None), blocks.{i} (ln1, attn, ln2,
-    mlp), ln_f (Identity when post-LN), lm_head (weight tied to tok_emb).
+    mlp), ln_f (Identity when post-LN), lm_head (weight tied to tok_emb unless
+    tie_embeddings=False). zero_init=True starts every block as the identity (attention
+    out_proj and mlp.proj at zero) and an untied lm_head at zero (uniform first predictions).
     """
 
     def __init__(self, config: GPTConfig) -> None:
@@ -61,7 +66,14 @@ class GPT(ModelBase):
         self.ln_f = final_norm(c, c.d_model)
         self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)
         init_transformer_weights(self, 2 * c.n_layer)
-        self.lm_head.weight = self.tok_emb.weight  # tied
+        if c.zero_init:
+            for block in self.blocks:
+                nn.init.zeros_(block.attn.out_proj.weight)
+                nn.init.zeros_(block.mlp.proj.weight)
+            if not c.tie_embeddings:
+                nn.init.zeros_(self.lm_head.weight)
+        if c.tie_embeddings:
+            self.lm_head.weight = self.tok_emb.weight  # tied
         assign_attention_names(self)
 
     def new_cache(self) -> KVCache:

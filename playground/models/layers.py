@@ -1,5 +1,5 @@
 """Transformer building blocks selectable by config: LayerNorm / RMSNorm, pre-LN / post-LN,
-FFN ReLU / GELU / SwiGLU, dropout on attention weights and residual branches."""
+FFN ReLU / ReLU² / GELU / SwiGLU, dropout on attention weights and residual branches."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from playground.models.positional import Rotary
 
 NORMS = ("layernorm", "rmsnorm")
 NORM_PLACEMENTS = ("pre", "post")
-FFNS = ("gelu", "gelu_exact", "relu", "swiglu")
+FFNS = ("gelu", "gelu_exact", "relu", "relu2", "swiglu")
 
 
 def make_norm(kind: str, d_model: int, bias: bool = True) -> nn.Module:
@@ -29,7 +29,7 @@ def make_norm(kind: str, d_model: int, bias: bool = True) -> nn.Module:
 
 class FeedForward(nn.Module):
     """Position-wise FFN: proj(act(fc(x))). ``gelu`` is the tanh approximation (GPT-2's
-    gelu_new), ``gelu_exact`` the erf form; ``swiglu``: fc gives [gate, up], act = silu(gate) * up."""
+    gelu_new), ``gelu_exact`` the erf form, ``relu2`` relu(x)² (So et al. 2021, "Primer"); ``swiglu``: fc gives [gate, up], act = silu(gate) * up."""
 
     def __init__(self, d_model: int, d_ff: int, kind: str = "gelu", bias: bool = True) -> None:
         super().__init__()
@@ -47,6 +47,8 @@ class FeedForward(nn.Module):
             h = F.gelu(h)
         elif self.kind == "relu":
             h = F.relu(h)
+        elif self.kind == "relu2":
+            h = F.relu(h).square()
         else:
             gate, up = h.chunk(2, dim=-1)
             h = F.silu(gate) * up
@@ -76,6 +78,7 @@ def block_options(cfg: Any, d_model: int, rotary: Rotary | None) -> dict[str, An
         d_ff=cfg.d_ff or 4 * d_model, norm=cfg.norm, norm_placement=cfg.norm_placement, ffn=cfg.ffn,
         bias=cfg.bias, dropout=cfg.dropout, attn_dropout=cfg.attn_dropout, scale=cfg.attn_scale,
         rotary=rotary, alibi=cfg.pos_encoding == "alibi", uniform=getattr(cfg, "uniform_attention", False),
+        qk_norm=getattr(cfg, "qk_norm", False),
     )
 
 
@@ -110,7 +113,7 @@ class EncoderBlock(_Block):
                  bias: bool = True, attn_bias: bool | None = None, ffn_bias: bool | None = None,
                  norm_bias: bool | None = None, dropout: float = 0.0, attn_dropout: float = 0.0,
                  scale: bool = True, rotary: Rotary | None = None, alibi: bool = False,
-                 uniform: bool = False) -> None:
+                 uniform: bool = False, qk_norm: bool = False) -> None:
         super().__init__()
         attn_bias = bias if attn_bias is None else attn_bias
         ffn_bias = bias if ffn_bias is None else ffn_bias
@@ -118,7 +121,7 @@ class EncoderBlock(_Block):
         self.ln1 = make_norm(norm, d_model, norm_bias)
         self.attn = MultiHeadAttention(d_model, n_head, causal=causal, bias=attn_bias,
                                        dropout=attn_dropout, scale=scale, rotary=rotary, alibi=alibi,
-                                       uniform=uniform)
+                                       uniform=uniform, qk_norm=qk_norm)
         self.ln2 = make_norm(norm, d_model, norm_bias)
         self.mlp = FeedForward(d_model, d_ff, ffn, ffn_bias)
         self._init_residual(norm_placement, dropout)
@@ -142,14 +145,15 @@ class DecoderBlock(_Block):
     def __init__(self, d_model: int, n_head: int, d_ff: int, *, norm: str = "layernorm",
                  norm_placement: str = "post", ffn: str = "relu", bias: bool = True,
                  dropout: float = 0.0, attn_dropout: float = 0.0, scale: bool = True,
-                 rotary: Rotary | None = None, alibi: bool = False, uniform: bool = False) -> None:
+                 rotary: Rotary | None = None, alibi: bool = False, uniform: bool = False,
+                 qk_norm: bool = False) -> None:
         super().__init__()
         self.ln1 = make_norm(norm, d_model, bias)
         self.self_attn = MultiHeadAttention(d_model, n_head, causal=True, bias=bias, dropout=attn_dropout,
-                                            scale=scale, rotary=rotary, alibi=alibi)
+                                            scale=scale, rotary=rotary, alibi=alibi, qk_norm=qk_norm)
         self.ln2 = make_norm(norm, d_model, bias)
         self.cross_attn = MultiHeadAttention(d_model, n_head, cross=True, bias=bias,
-                                             dropout=attn_dropout, scale=scale, uniform=uniform)
+                                             dropout=attn_dropout, scale=scale, uniform=uniform, qk_norm=qk_norm)
         self.ln3 = make_norm(norm, d_model, bias)
         self.mlp = FeedForward(d_model, d_ff, ffn, bias)
         self._init_residual(norm_placement, dropout)

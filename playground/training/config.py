@@ -17,7 +17,7 @@ from playground.errors import ConfigError
 from playground.settings import DemoCaps
 
 SCHEDULES = ("constant", "cosine", "inverse_sqrt")
-OPTIMIZERS = ("adamw", "adam", "sgd")
+OPTIMIZERS = ("adamw", "adam", "sgd", "muon")
 PRECISIONS = ("auto", "fp32", "bf16")
 
 
@@ -35,7 +35,7 @@ class TrainConfig:
     max_steps: int = 2000
     batch_size: int = 12  # sequences / images / pairs per micro-batch, summed over processes
     grad_accum: int = 1  # micro-batches per optimizer step
-    optimizer: Literal["adamw", "adam", "sgd"] = "adamw"
+    optimizer: Literal["adamw", "adam", "sgd", "muon"] = "adamw"  # muon: Muon on hidden matrices + AdamW
     lr: float = 1e-3
     min_lr: float = 1e-4
     schedule: Literal["constant", "cosine", "inverse_sqrt"] = "cosine"
@@ -46,6 +46,10 @@ class TrainConfig:
     eps: float = 1e-8
     weight_decay: float = 0.1  # AdamW: on matrices and embeddings only (not biases / norms)
     grad_clip: float = 1.0  # max global grad norm; 0 = off
+    muon_lr: float = 0.02  # optimizer = muon: lr of the hidden matrices (the rest use lr), same schedule
+    muon_momentum: float = 0.95  # optimizer = muon: Nesterov momentum of the hidden matrices
+    muon_weight_decay: float = 0.0  # optimizer = muon: decoupled decay of the hidden matrices
+    muon_ns_steps: int = 5  # optimizer = muon: Newton-Schulz iterations per update (fewer: cheaper, rougher)
     label_smoothing: float = 0.0
     eval_interval: int = 250  # evaluate (and checkpoint) every N steps and at the end
     eval_iters: int = 20  # GPT: validation batches per evaluation
@@ -58,14 +62,15 @@ class TrainConfig:
     preview: bool = True  # sample / confusion matrix / translations at each evaluation
 
     def __post_init__(self) -> None:
-        positive = ("max_steps", "batch_size", "grad_accum", "eval_interval", "eval_iters", "log_interval")
+        positive = ("max_steps", "batch_size", "grad_accum", "eval_interval", "eval_iters", "log_interval",
+                    "muon_ns_steps")
         for key in positive:
             if getattr(self, key) < 1:
                 raise ConfigError(f"train.{key} must be >= 1, got {getattr(self, key)}.")
         for key in ("warmup_steps", "decay_steps", "eval_examples"):
             if getattr(self, key) < 0:
                 raise ConfigError(f"train.{key} must be >= 0, got {getattr(self, key)}.")
-        for key in ("lr", "min_lr", "eps", "weight_decay", "grad_clip"):
+        for key in ("lr", "min_lr", "eps", "weight_decay", "grad_clip", "muon_lr", "muon_weight_decay"):
             value = getattr(self, key)
             if not math.isfinite(value) or value < 0:
                 raise ConfigError(f"train.{key} must be a finite number >= 0, got {value}.")
@@ -73,7 +78,7 @@ class TrainConfig:
             raise ConfigError("train.lr must be > 0.")
         if self.schedule == "inverse_sqrt" and self.warmup_steps < 1:
             raise ConfigError("train.schedule = inverse_sqrt needs train.warmup_steps >= 1.")
-        for key in ("beta1", "beta2"):
+        for key in ("beta1", "beta2", "muon_momentum"):
             if not 0.0 <= getattr(self, key) < 1.0:
                 raise ConfigError(f"train.{key} must be in [0, 1), got {getattr(self, key)}.")
         if not 0.0 <= self.label_smoothing < 1.0:

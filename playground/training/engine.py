@@ -92,7 +92,19 @@ class DistInfo:
 
 
 def make_optimizer(model: nn.Module, cfg: TrainConfig, caps: DeviceCaps) -> torch.optim.Optimizer:
-    """AdamW / Adam / SGD; weight decay on matrices and embeddings only (nanoGPT's grouping)."""
+    """AdamW / Adam / SGD; weight decay on matrices and embeddings only (nanoGPT's grouping).
+    muon: torch.optim.Muon (train.muon_*) on the hidden matrices, AdamW on the rest (see
+    playground.training.optim)."""
+    if cfg.optimizer == "muon":
+        from playground.training.optim import MuonAdamW, muon_param_groups
+
+        hidden, rest = muon_param_groups(model)
+        adamw_groups = [{"params": [p for p in rest if p.dim() >= 2], "weight_decay": cfg.weight_decay},
+                        {"params": [p for p in rest if p.dim() < 2], "weight_decay": 0.0}]
+        return MuonAdamW(adamw_groups, [{"params": hidden, "weight_decay": cfg.muon_weight_decay}], lr=cfg.lr,
+                         betas=(cfg.beta1, cfg.beta2), eps=cfg.eps, muon_lr=cfg.muon_lr,
+                         muon_momentum=cfg.muon_momentum, muon_weight_decay=cfg.muon_weight_decay,
+                         ns_steps=cfg.muon_ns_steps, **caps.optimizer_kwargs("adamw"))
     params = [p for p in model.parameters() if p.requires_grad]
     decay = [p for p in params if p.dim() >= 2]
     no_decay = [p for p in params if p.dim() < 2]
@@ -237,7 +249,7 @@ def _setup(
         optimizer_state_from_files(optimizer, {k: v.to(dev) if k.startswith("optim.") else v
                                                for k, v in state.tensors.items()}, state.meta["optimizer"])
         for group in optimizer.param_groups:  # [train] changes (lr, schedule) win over the stored groups
-            group["initial_lr"] = cfg.lr
+            group["initial_lr"] = cfg.muon_lr if group.get("muon") else cfg.lr
         scheduler = make_scheduler(optimizer, cfg, adapter.d_model(prep.model_config))
         scheduler.last_epoch = state.step - 1
         with warnings.catch_warnings():  # "scheduler.step() before optimizer.step()": intended here

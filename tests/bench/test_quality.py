@@ -1,0 +1,61 @@
+"""`python -m playground bench quality` end to end on tiny settings (no threshold, no timing asserted),
+and the nanoGPT re-implementation held to nanoGPT's recipe."""
+from __future__ import annotations
+
+import math
+import re
+
+import torch
+
+from playground.__main__ import main
+from playground.bench.quality import RECIPE, nanogpt_classes, recipe_lr
+from playground.models.gpt import GPT, GPTConfig
+from playground.training.schedules import cosine_lr
+
+
+def test_bench_quality_runs_both_interleaved_and_prints_each(capsys):
+    threads = torch.get_num_threads()
+    try:
+        code = main(["bench", "quality", "--max-steps", "4", "--eval-interval", "2", "--eval-iters", "1",
+                     "--threshold", "0", "--threads", "1", "--set", "model.n_layer=1"])
+    finally:
+        torch.set_num_threads(threads)
+    out = capsys.readouterr().out
+    assert code == 0
+    rounds = re.findall(r"^\s+(nanoGPT CPU recipe|ours nanogpt-cpu-fast)\s+step\s+(\d+)", out, re.M)
+    # two rounds, the first of each alternating: peer, ours, ours, peer
+    peer, ours = "nanoGPT CPU recipe", "ours nanogpt-cpu-fast"
+    assert rounds == [(peer, "2"), (ours, "2"), (ours, "4"), (peer, "4")]
+    assert "ours (nanogpt-cpu-fast: 1L" in out
+    assert "did not reach 0.0" in out
+
+
+def test_recipe_schedule_is_nanogpts_cosine():
+    for it in (0, 50, 99, 100, 1000, 1999, 2000):
+        assert math.isclose(recipe_lr(it), cosine_lr(it, 1e-3, 1e-4, 100, 2000), rel_tol=1e-12)
+    assert recipe_lr(2500) == 1e-4  # past lr_decay_iters: min_lr
+
+
+def test_reimplemented_nanogpt_matches_our_gpt_of_the_same_shape():
+    """Same parameter count and, with the same weights, the same logits as our GPT with
+    nanoGPT's choices (bias=False, exact GELU, learned positions, tied head)."""
+    GPTRef, RefConfig = nanogpt_classes()
+    ref = GPTRef(RefConfig(block_size=RECIPE["block_size"], vocab_size=65, n_layer=2, n_head=4, n_embd=32,
+                           dropout=0.0, bias=False)).eval()
+    ours = GPT(GPTConfig(vocab_size=65, block_size=RECIPE["block_size"], n_layer=2, n_head=4, d_model=32,
+                         bias=False, ffn="gelu_exact")).eval()
+    assert sum(p.numel() for p in ref.parameters()) == ours.num_parameters()
+    sd = {"tok_emb.weight": ref.transformer.wte.weight, "pos_emb.weight": ref.transformer.wpe.weight,
+          "ln_f.weight": ref.transformer.ln_f.weight}
+    for i, b in enumerate(ref.transformer.h):
+        sd |= {f"blocks.{i}.ln1.weight": b.ln_1.weight, f"blocks.{i}.ln2.weight": b.ln_2.weight,
+               f"blocks.{i}.attn.qkv.weight": b.attn.c_attn.weight,
+               f"blocks.{i}.attn.out_proj.weight": b.attn.c_proj.weight,
+               f"blocks.{i}.mlp.fc.weight": b.mlp.c_fc.weight, f"blocks.{i}.mlp.proj.weight": b.mlp.c_proj.weight}
+    ours.load_state_dict({k: v.detach().clone() for k, v in sd.items()} | {"lm_head.weight": sd["tok_emb.weight"]},
+                         strict=True)
+    idx = torch.randint(0, 65, (2, 16))
+    logits, loss = ref(idx, idx)
+    assert torch.allclose(ours(idx), logits, atol=1e-5)
+    # the init is nanoGPT's: residual projections at 0.02 / sqrt(2 n_layer)
+    assert abs(ref.transformer.h[0].attn.c_proj.weight.std().item() - 0.02 / math.sqrt(4)) < 3e-3
