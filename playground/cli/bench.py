@@ -9,7 +9,7 @@ import argparse
 
 from playground.cli import register_modules
 
-TARGETS = ("tokenizer", "train", "quality", "generate", "analyze", "experiments", "serve", "browser")
+TARGETS = ("tokenizer", "train", "quality", "generate", "analyze", "experiments", "serve", "serve_generate", "browser")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

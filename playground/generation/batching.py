@@ -161,7 +161,7 @@ def decode_rows(model: nn.Module, tokens: Tensor, cache: RowKVCache) -> Tensor:
 
     The GPT's own modules in the order of `GPT.forward`; what differs is per-row: the position
     embedding of each row's position and a key mask [R,K] (True = a key of this row's own
-    prefix or the new token). Blocks get offset 0, so only additive (or no) position encodings
+    prefix or the new token; none when every row is equally long). Blocks get offset 0, so only additive (or no) position encodings
     are batched.
     """
     pos, K = cache.begin()  # [R], keys after this token
@@ -169,7 +169,9 @@ def decode_rows(model: nn.Module, tokens: Tensor, cache: RowKVCache) -> Tensor:
     if model.pos_emb is not None:
         x = x + model.pos_emb.weight[pos][:, None]  # [R,1,D]
     x = model.drop(x)
-    key_mask = torch.arange(K, device=tokens.device)[None, :] <= pos[:, None]  # [R,K]
+    key_mask = None  # all rows equally long (one user, or users in step): every key is real
+    if min(cache.lengths) != K - 1:
+        key_mask = torch.arange(K, device=tokens.device)[None, :] <= pos[:, None]  # [R,K]
     for i, block in enumerate(model.blocks):
         x = block(x, key_mask=key_mask, cache=cache, layer=i, offset=0)
     cache.end()

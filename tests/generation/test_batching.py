@@ -80,11 +80,12 @@ def _batched_staggered(model, tok, reqs: list[dict], batcher: GPTBatcher) -> lis
     return results
 
 
-def test_batched_decode_logits_equal_single_forward():
-    """Rows at different positions in one pass give the logits each gets alone."""
+@pytest.mark.parametrize("lengths", [[3, 17, 9, 31], [12, 12, 12]], ids=["masked", "in-step"])
+def test_batched_decode_logits_equal_single_forward(lengths):
+    """Rows at different positions in one pass (a key mask), or all at one position (none),
+    give the logits each gets alone."""
     torch.manual_seed(0)
     model = sharpen(GPT(GPTConfig(vocab_size=40, block_size=32, n_layer=2, n_head=2, d_model=32))).eval()
-    lengths = [3, 17, 9, 31]
     seqs = [torch.randint(0, 40, (1, n + 1)) for n in lengths]
     cache = RowKVCache(2, 32, 2, 16, capacity=8, dtype=torch.float32, device=torch.device("cpu"))
     with torch.inference_mode():
