@@ -22,13 +22,17 @@ def open_experiments(driver, url: str):
     return wait
 
 
-def number_box(driver, label: str):
-    """The number input of the Experiments control labelled `label`."""
+def number_box(driver, label: str, timeout: float = 60):
+    """The number input of the Experiments control labelled `label`, once it is shown (a method's
+    own controls appear when the server answers the method change; an accordion opens in a frame)."""
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     path = (f"//*[@id='analyze-experiments']//*[normalize-space(text())='{label}']"
             "/ancestor::div[contains(concat(' ', @class, ' '), ' block ')][1]//input[@type='number']")
-    return driver.find_element(By.XPATH, path)
+    return WebDriverWait(driver, timeout).until(
+        lambda d: next((e for e in d.find_elements(By.XPATH, path) if e.is_displayed()), None),
+        f"the {label!r} box to show")
 
 
 def set_number(driver, label: str, value: int) -> None:

@@ -45,6 +45,13 @@ def _wait(driver, timeout: float, ready, what: str) -> None:
                              f"{text_of(driver, '#train-status')!r}") from None
 
 
+def _wait_stopped(driver) -> str:
+    """Wait for Stop's own answer (an evaluation's status line also says "saved as"); return it."""
+    _wait(driver, 120, lambda d: _status_step(d)[2] in ("stopped", "done") and "saved as" in text_of(d, "#train-status"),
+          "the stop's checkpoint")
+    return text_of(driver, "#train-status")
+
+
 def _model_meta(root: Path, name: str) -> dict:
     found = list(root.glob(f"users/*/models/{name}/config.json"))
     assert len(found) == 1, f"expected one saved model {name!r} under {root}, found {found}"
@@ -62,7 +69,7 @@ def test_fast_typing_then_start_runs_what_the_form_shows(browser, app_server):
     _wait(browser, 240, lambda d: _status_step(d)[0] > 0, "the first steps")
     assert _status_step(browser)[1] == 300
     browser.find_element("id", "train-stop").click()
-    _wait(browser, 120, lambda d: "saved as" in text_of(d, "#train-status"), "the stop's checkpoint")
+    _wait_stopped(browser)
     assert _model_meta(app_server.workspace_root, name)["train"]["max_steps"] == 300
 
 
@@ -86,8 +93,7 @@ def test_stop_reports_the_saved_step_and_resume_keeps_the_curve(browser, app_ser
     browser.find_element("id", "train-start").click()
     _wait(browser, 240, lambda d: _status_step(d)[0] >= 25, "25 steps")
     browser.find_element("id", "train-stop").click()
-    _wait(browser, 120, lambda d: "saved as" in text_of(d, "#train-status"), "the stop's checkpoint")
-    said = text_of(browser, "#train-status")
+    said = _wait_stopped(browser)
     stopped_at = int(re.search(r"at step (\d+)", said).group(1))
     meta = _model_meta(app_server.workspace_root, name)
     assert meta["run"]["status"] == "stopped" and meta["step"] == stopped_at >= 25

@@ -39,6 +39,14 @@ def lanes_server(tmp_path_factory) -> Iterator[RunningApp]:
         yield running
 
 
+def _client(url: str):
+    """A client whose Cancel may take a few seconds: gradio's /cancel returns once the training
+    generator reached its next yield (one UI interval) and the stopped run was saved."""
+    from gradio_client import Client
+
+    return Client(url, verbose=False, httpx_kwargs={"timeout": 60})
+
+
 def _wait_running(job, timeout: float = 60.0) -> None:
     """Until the training job has streamed a progress update (it holds a heavy slot)."""
     deadline = time.monotonic() + timeout
@@ -53,9 +61,7 @@ def _wait_running(job, timeout: float = 60.0) -> None:
 
 def hold_heavy_slots(url: str, n: int = 2) -> list:
     """`n` other users' long trainings, each streaming (so each holds a heavy slot); cancel them after."""
-    from gradio_client import Client
-
-    jobs = [Client(url, verbose=False).submit("nanogpt-cpu-tiny", LONG_TOML, f"hold-{i}", True, 0,
+    jobs = [_client(url).submit("nanogpt-cpu-tiny", LONG_TOML, f"hold-{i}", True, 0,
                                                api_name="/train_start") for i in range(n)]
     for job in jobs:
         _wait_running(job)
@@ -63,11 +69,9 @@ def hold_heavy_slots(url: str, n: int = 2) -> list:
 
 
 def test_generation_runs_while_every_heavy_slot_trains(lanes_server):
-    from gradio_client import Client
-
     jobs = hold_heavy_slots(lanes_server.url)
     try:
-        student = Client(lanes_server.url, verbose=False)
+        student = _client(lanes_server.url)
         student.predict(None, api_name="/refresh_generate_models")  # the dropdown's choices, per session
         out = student.predict("lane-gpt", "the", 0.0, 0, 1.0, 0.0, 1.0, 0.0, 0.0, 30, 1, 1, "", 1, 0.0,
                               api_name="/generate_text")
@@ -79,9 +83,7 @@ def test_generation_runs_while_every_heavy_slot_trains(lanes_server):
 
 
 def test_one_live_training_per_user_and_names_reserved(lanes_server):
-    from gradio_client import Client
-
-    alice, bob = Client(lanes_server.url, verbose=False), Client(lanes_server.url, verbose=False)
+    alice, bob = _client(lanes_server.url), _client(lanes_server.url)
     name = f"mine-{uuid.uuid4().hex[:6]}"
     first = alice.submit("nanogpt-cpu-tiny", LONG_TOML, name, True, 0, api_name="/train_start")
     try:
@@ -100,9 +102,7 @@ def test_one_live_training_per_user_and_names_reserved(lanes_server):
 
 
 def test_the_same_run_name_twice_is_refused_while_live(lanes_server):
-    from gradio_client import Client
-
-    alice = Client(lanes_server.url, verbose=False)
+    alice = _client(lanes_server.url)
     name = f"dup-{uuid.uuid4().hex[:6]}"
     first = alice.submit("nanogpt-cpu-tiny", LONG_TOML, name, True, 0, api_name="/train_start")
     try:
