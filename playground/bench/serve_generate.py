@@ -53,6 +53,7 @@ from playground.bench.serve import (
 
 MAX_USERS = 64
 MAX_ROUNDS = 20
+SESSION_TRIES = 3
 GOAL = {"p95_over_alone": 2.0, "throughput_over_unbatched": 5.0}
 MODES = ("batched", "unbatched")
 INSIDE_RE = re.compile(r"tokens in ([0-9.]+) s")
@@ -114,9 +115,16 @@ class Users:
 
     def __init__(self, url: str, n: int, timeout_s: float, markers: list[str]) -> None:
         def session(_: int) -> Any:
-            client = _client(url)
-            client.predict(None, api_name="/refresh_generate_models")  # the session's checkpoint list
-            return client
+            for attempt in range(SESSION_TRIES):  # a loaded machine can time out a first /config
+                try:
+                    client = _client(url)
+                    client.predict(None, api_name="/refresh_generate_models")  # the session's checkpoint list
+                    return client
+                except Exception:
+                    if attempt == SESSION_TRIES - 1:
+                        raise
+                    time.sleep(2.0)
+            raise AssertionError("unreachable")
 
         with ThreadPoolExecutor(max_workers=n) as pool:
             self.clients = list(pool.map(session, range(n)))
@@ -334,8 +342,8 @@ def run(args: argparse.Namespace) -> int:
     rounds = max(1, min(MAX_ROUNDS, args.rounds))
     try:
         result = run_bench(users, rounds, max(1, min(300, args.new_tokens)), args.timeout, args.max_seconds)
-    except RuntimeError as exc:  # a server would not start
-        print(f"error: {exc}", file=sys.stderr)
+    except Exception as exc:  # noqa: BLE001 - a server would not start, or a session could not be opened
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     if not args.no_engine:
         result["engine"] = engine_rounds(users, rounds, max(1, min(300, args.new_tokens)))
