@@ -21,7 +21,7 @@ from playground.ui import (
     tokenizer_tab,
     train_tab,
 )
-from playground.ui.context import AppContext
+from playground.ui.context import AppContext, remember_answer, skip_repeats
 
 TABS = (
     ("tokenizer", "Tokenizer", tokenizer_tab),
@@ -96,17 +96,22 @@ def build_app(settings: Settings) -> gr.Blocks:
         with gr.Tabs() as tabs:
             ctx = AppContext(settings, spaces, workspace_version, selection, tabs, user,
                              jobs=LiveJobs(on_release=release_free_memory))
-            tab_objects = []
+            owner: list[gr.Tab] = []  # the tab whose build registered each refresher
             for tab_id, label, module in TABS:
                 with gr.Tab(label, id=tab_id, elem_id=f"tab-{tab_id}") as tab:
                     module.build(ctx)
-                tab_objects.append(tab)
+                owner += [tab] * (len(ctx.refreshers) - len(owner))
         # The token must be in place before the refreshers list the user's entries.
         loaded = app.load(assign_browser_token, [browser], [browser, user], queue=False, show_progress="hidden")
-        triggers = [workspace_version.change, *(t.select for t in tab_objects)]
-        for fn, inputs, outputs, api_name in ctx.refreshers:
-            gr.on(triggers, fn, inputs=inputs, outputs=outputs, queue=False, show_progress="hidden", api_name=api_name)
-            loaded.then(fn, inputs, outputs, queue=False, show_progress="hidden")
+        for (fn, inputs, outputs, api_name), tab in zip(ctx.refreshers, owner):
+            # The page load answers in full (and is the API endpoint); a save anywhere, or
+            # opening the refresher's own tab (another session may have changed the space),
+            # asks again, and an answer this page already has is skipped, not re-rendered.
+            last = gr.State(None)  # fingerprint of the answer this page last received
+            loaded.then(remember_answer(fn, len(outputs)), inputs, [*outputs, last], queue=False,
+                        show_progress="hidden", api_name=api_name)
+            gr.on([workspace_version.change, tab.select], skip_repeats(fn, len(outputs)), inputs=[*inputs, last],
+                  outputs=[*outputs, last], queue=False, show_progress="hidden", api_visibility="undocumented")
 
         def end_session(request: gr.Request) -> None:
             if request is not None and request.session_hash:

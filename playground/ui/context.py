@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import inspect
 import logging
 from collections.abc import Callable, Sequence
@@ -9,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gradio as gr
+import pandas as pd
 import torch
 
 from playground.errors import PlaygroundError
@@ -174,9 +176,68 @@ def as_user_error(exc: BaseException) -> gr.Error:
 
 
 def choices_update(names: list[str], current: str | None = None) -> dict[str, Any]:
-    """A dropdown update that keeps the current value when it still exists."""
-    value = current if current in names else (names[0] if names else None)
-    return gr.update(choices=names, value=value)
+    """A dropdown update that keeps the current value when it still exists.
+
+    The value is sent only when it must change: a value in the answer would undo a pick the
+    user made while this refresh was on its way."""
+    if current is not None and current in names:
+        return gr.update(choices=names)
+    return gr.update(choices=names, value=names[0] if names else None)
+
+
+def fingerprint(values: Sequence[Any]) -> str:
+    """A digest of a handler's outputs (updates, tables, text), equal exactly when they are."""
+    digest = hashlib.sha256()
+
+    def feed(value: Any) -> None:
+        if isinstance(value, pd.DataFrame):
+            digest.update(b"frame:" + value.to_csv().encode())
+        elif isinstance(value, dict):
+            digest.update(b"{")
+            for key in sorted(value, key=str):
+                feed(key)
+                feed(value[key])
+            digest.update(b"}")
+        elif isinstance(value, (list, tuple)):
+            digest.update(b"[")
+            for item in value:
+                feed(item)
+            digest.update(b"]")
+        else:
+            digest.update(f"{type(value).__name__}:{value!r};".encode())
+
+    feed(list(values))
+    return digest.hexdigest()
+
+
+def remember_answer(listener: Callable[..., Any], n_outputs: int) -> Callable[..., Any]:
+    """`listener` with one more output: the fingerprint of its answer (into a gr.State)."""
+    def with_fingerprint(request: gr.Request, *args: Any) -> tuple[Any, ...]:
+        answer = listener(request, *args)
+        values = tuple(answer) if n_outputs > 1 else (answer,)
+        return (*values, fingerprint(values))
+
+    with_fingerprint.__name__ = listener.__name__
+    return with_fingerprint
+
+
+def skip_repeats(listener: Callable[..., Any], n_outputs: int) -> Callable[..., Any]:
+    """`listener` that answers gr.skip() when its answer equals what this page last received.
+
+    Its last input and last output are a gr.State holding that answer's fingerprint. A list
+    refresher runs on every save and tab switch; re-sending an unchanged table or dropdown
+    makes the browser re-render it, which in a tab open for hours adds up."""
+    def unless_unchanged(request: gr.Request, *args: Any) -> tuple[Any, ...]:
+        *inputs, last = args
+        answer = listener(request, *inputs)
+        values = tuple(answer) if n_outputs > 1 else (answer,)
+        digest = fingerprint(values)
+        if digest == last:
+            return tuple(gr.skip() for _ in range(n_outputs + 1))
+        return (*values, digest)
+
+    unless_unchanged.__name__ = listener.__name__
+    return unless_unchanged
 
 
 def model_choices(workspace: Any, current: str | None) -> dict[str, Any]:

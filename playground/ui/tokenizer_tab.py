@@ -198,11 +198,22 @@ def show_handler(workspace: Workspace, state: dict | None):
     lengths.to_csv(lengths_csv, index=False)
     tok_json = export / "tokenizer.json"
     shutil.copyfile(loaded.folder / "tokenizer.json", tok_json)
-    summary = store.summary_markdown(loaded)
-    if len(vocab) > MAX_TABLE_ROWS:
-        summary += f"  \nTables show the first {MAX_TABLE_ROWS:,} rows; filter or download the CSV for all."
+    summary = _summary(loaded)
     return (summary, vocab.head(MAX_TABLE_ROWS), merges.head(MAX_TABLE_ROWS), token_length_chart(lengths),
             str(lengths_csv), str(vocab_csv), str(merges_csv), str(tok_json))
+
+
+def _summary(loaded: store.LoadedTokenizer) -> str:
+    summary = store.summary_markdown(loaded)
+    if loaded.tokenizer.get_vocab_size() > MAX_TABLE_ROWS:
+        summary += f"  \nTables show the first {MAX_TABLE_ROWS:,} rows; filter or download the CSV for all."
+    return summary
+
+
+@user_errors
+def summary_handler(workspace: Workspace, state: dict | None) -> str:
+    """The summary of the current tokenizer alone (after a Save: its name changed, its tables did not)."""
+    return _summary(current_tokenizer(workspace, state))
 
 
 @user_errors
@@ -468,7 +479,7 @@ def build(ctx: AppContext) -> None:
         U(show_handler), [ctx.user, state], show_outputs, api_name="tokenizer_show_loaded", **private)
     save_btn.click(U(save_handler), [ctx.user, state, name, overwrite, ctx.workspace_version],
                    [save_status, state, ctx.workspace_version], api_name="tokenizer_save").success(
-        U(show_handler), [ctx.user, state], show_outputs, api_name="tokenizer_show_saved", **private)
+        U(summary_handler), [ctx.user, state], [summary], api_name="tokenizer_show_saved", **private)
 
     encode_io = (U(functools.partial(encode_handler, caps=caps)), [ctx.user, state, enc_text], [enc_html, enc_stats, enc_ids])
     enc_btn.click(*encode_io, api_name="tokenizer_encode", **ctx.light())

@@ -1,0 +1,68 @@
+"""List refreshers: an answer the page already has is skipped (not re-rendered), a dropdown's
+value is only sent when it must change, and a tab's own refreshers run when it is opened."""
+from __future__ import annotations
+
+import gradio as gr
+import pandas as pd
+
+from playground.settings import make_settings
+from playground.ui.app import build_app
+from playground.ui.context import choices_update, fingerprint, remember_answer, skip_repeats
+
+
+def _listener(answers: list):
+    def listener(request: gr.Request, token=None, *args):
+        return answers.pop(0)
+    return listener
+
+
+def _is_skip(value) -> bool:
+    return isinstance(value, dict) and value == gr.skip()
+
+
+def test_fingerprint_tells_tables_and_updates_apart():
+    table = pd.DataFrame({"run": ["a", "b"], "loss": [1.0, 2.0]})
+    assert fingerprint([table]) == fingerprint([table.copy()])
+    assert fingerprint([table]) != fingerprint([table.assign(loss=[1.0, 2.5])])
+    assert fingerprint([gr.update(choices=["a"])]) != fingerprint([gr.update(choices=["a", "b"])])
+    assert fingerprint([1]) != fingerprint(["1"])  # a number and its text are different answers
+
+
+def test_a_repeated_answer_is_skipped_and_a_new_one_sent():
+    first, new = (gr.update(choices=["a"]), "x"), (gr.update(choices=["a", "b"]), "x")
+    remembered = remember_answer(_listener([first]), 2)(None, "token")
+    assert remembered[:2] == first and remembered[2] == fingerprint(first)
+    ask = skip_repeats(_listener([first, new, new]), 2)
+    again = ask(None, "token", remembered[2])
+    assert all(_is_skip(v) for v in again) and len(again) == 3  # both outputs and the memo itself
+    changed = ask(None, "token", remembered[2])
+    assert changed[:2] == new and changed[2] == fingerprint(new)
+    assert all(_is_skip(v) for v in ask(None, "token", changed[2]))
+
+
+def test_a_single_output_is_not_unpacked():
+    table = pd.DataFrame({"name": ["a"]})
+    out = skip_repeats(_listener([table]), 1)(None, "token", None)
+    assert out[0] is table and out[1] == fingerprint((table,))
+
+
+def test_choices_keep_the_users_pick_by_not_sending_a_value():
+    assert choices_update(["a", "b"], "b") == gr.update(choices=["a", "b"])  # no value: a pick in flight stays
+    assert choices_update(["a", "b"], "gone") == gr.update(choices=["a", "b"], value="a")
+    assert choices_update([], "gone") == gr.update(choices=[], value=None)
+    assert choices_update(["a"], None) == gr.update(choices=["a"], value="a")
+
+
+def test_each_refresher_runs_on_save_and_on_its_own_tab(tmp_path):
+    app = build_app(make_settings(tmp_path, device="cpu"))
+    config = app.get_config_file()
+    ids = {c["id"]: c for c in config["components"]}
+    tabs = {c["id"]: c["props"].get("elem_id") for c in config["components"] if c["type"] == "tabitem"}
+    refresh_events = [d for d in config["dependencies"] if d["api_visibility"] == "undocumented"
+                      and any(t[1] == "select" and t[0] in tabs for t in d["targets"])]
+    assert len(refresh_events) == 6  # tokenizers saved, Train's tokenizers and runs, Generate, Analyze, My space
+    for dep in refresh_events:
+        assert [(ids[t[0]]["type"], t[1]) for t in dep["targets"]] == [("state", "change"), ("tabitem", "select")]
+        assert ids[dep["outputs"][-1]]["type"] == "state" and ids[dep["inputs"][-1]]["type"] == "state"  # the memo
+    selected = sorted(tabs[t[0]] for d in refresh_events for t in d["targets"] if t[1] == "select")
+    assert selected == ["tab-analyze", "tab-generate", "tab-space", "tab-tokenizer", "tab-train", "tab-train"]
