@@ -16,7 +16,10 @@ Ours is the real engine (`playground.training.engine`) on the preset. Both are e
 10% of the text: the windows `nanogpt-cpu-tiny` evaluates on), so "val <= 1.88" means the same
 thing for both. Each contender is timed over its training steps only (batches, forward,
 backward, clipping, optimizer); the evaluations are not timed. The two run interleaved, 100
-steps at a time, the first of each round alternating, so a busy machine slows both alike.
+steps at a time, the first of each round alternating, so a busy machine slows both alike while
+both run. Once one is there the other runs on alone under whatever load the machine has then, so
+the bench also prints a same-load estimate: the peer's steps to the threshold at the time per
+step it took in the rounds both ran.
 
 Several presets can race one nanoGPT run (`--preset A --preset B`). A preset on another
 tokenizer (e.g. `nanogpt-bpe`) is compared per character: its loss per
@@ -226,6 +229,7 @@ class Contender:
     reached: tuple[int, float, float] | None = None  # (step, seconds, val)
     curve: list[tuple[int, float, float]] = field(default_factory=list)
     done: bool = False
+    peer_when_done: tuple[int, float] | None = None  # the peer's (steps, seconds) when this one finished
 
 
 def make_peer(prep: Any, windows: list, args: argparse.Namespace) -> Contender:
@@ -407,6 +411,8 @@ def run(args: argparse.Namespace) -> int:
                     c.done = True
                 if n == 0 or c.step >= c.max_steps:
                     c.done = True
+                if c.done and c is not contenders[0] and args.only == "both":
+                    c.peer_when_done = (contenders[0].step, contenders[0].seconds)
             rnd += 1
     finally:
         for c in contenders:
@@ -433,6 +439,11 @@ def run(args: argparse.Namespace) -> int:
                 f"; nanoGPT got there after its {RECIPE['max_iters']} scheduled iterations, at min_lr")
             print(f"ratio ours/nanoGPT wall time to val <= {args.threshold}: {ours.reached[1] / peer.reached[1]:.2f}x "
                   f"({ours.reached[1]:.1f} s vs {peer.reached[1]:.1f} s; evaluation not timed{note})")
+            steps, seconds = ours.peer_when_done or (0, 0.0)
+            if steps and peer.reached[0] > steps:  # the peer ran on alone: its later steps saw another load
+                peer_est = peer.reached[0] * seconds / steps
+                print(f"    same-load estimate: {ours.reached[1] / peer_est:.2f}x (nanoGPT's {peer.reached[0]} steps at "
+                      f"the {1000 * seconds / steps:.1f} ms/step it took in the rounds both ran, {peer_est:.1f} s)")
         elif peer.curve:
             print(f"ratio ours/nanoGPT wall time to val <= {args.threshold}: < {ours.reached[1] / peer.seconds:.2f}x "
                   f"(nanoGPT did not get there in {peer.step} steps, {peer.seconds:.1f} s)")

@@ -59,3 +59,19 @@ def test_reimplemented_nanogpt_matches_our_gpt_of_the_same_shape():
     assert torch.allclose(ours(idx), logits, atol=1e-5)
     # the init is nanoGPT's: residual projections at 0.02 / sqrt(2 n_layer)
     assert abs(ref.transformer.h[0].attn.c_proj.weight.std().item() - 0.02 / math.sqrt(4)) < 3e-3
+
+
+def test_nanogpt_checkout_model_py_is_the_peer_when_given(tmp_path, capsys):
+    (tmp_path / "model.py").write_text(
+        "from playground.bench.quality import _nanogpt_classes\nGPT, GPTConfig = _nanogpt_classes()\n"
+        "LOADED_FROM_CHECKOUT = True\n", encoding="utf-8")
+    threads = torch.get_num_threads()
+    try:
+        code = main(["bench", "quality", "--only", "peer", "--nanogpt", str(tmp_path), "--max-steps", "2",
+                     "--eval-interval", "2", "--eval-iters", "1", "--threshold", "0", "--threads", "1"])
+    finally:
+        torch.set_num_threads(threads)
+    out = capsys.readouterr().out
+    assert code == 0
+    assert f"nanoGPT CPU recipe ({tmp_path}/model.py)" in out
+    assert "ratio" not in out  # one contender: nothing to compare
