@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import secrets
 from pathlib import Path
+from typing import Any
 
 import gradio as gr
+from starlette.middleware import Middleware
+from starlette.middleware.gzip import GZipMiddleware
 
 from playground.memory import limit_arenas, release_free_memory
 from playground.settings import Settings
@@ -21,7 +24,7 @@ from playground.ui import (
     tokenizer_tab,
     train_tab,
 )
-from playground.ui.context import AppContext, remember_answer, skip_repeats
+from playground.ui.context import AppContext, refresh_all, remember_answer, skip_repeats
 
 TABS = (
     ("tokenizer", "Tokenizer", tokenizer_tab),
@@ -37,6 +40,16 @@ BROWSER_KEY = "transformer-playground-user"
 # are drawn to fit their boxes at a desktop width (playground.charts.layout); in a narrower
 # window they start at the left edge and scroll instead of losing an axis.
 APP_CSS = ".altair { align-items: flex-start !important; overflow-x: auto; }"
+# The page's /config is ~380 KB of JSON (every component and event): gzip sends about a tenth
+# of it to each browser. Starlette leaves event streams (the queue's SSE) uncompressed.
+GZIP_MIN_BYTES = 4096
+
+
+def launch_options() -> dict[str, Any]:
+    """Keyword arguments for `app.launch` that every way of serving the app shares (a fresh dict:
+    gradio adds to `app_kwargs`)."""
+    return {"css": APP_CSS,
+            "app_kwargs": {"middleware": [Middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES, compresslevel=6)]}}
 
 
 def header_markdown(settings: Settings) -> str:
@@ -103,15 +116,27 @@ def build_app(settings: Settings) -> gr.Blocks:
                 owner += [tab] * (len(ctx.refreshers) - len(owner))
         # The token must be in place before the refreshers list the user's entries.
         loaded = app.load(assign_browser_token, [browser], [browser, user], queue=False, show_progress="hidden")
+        memos: list[gr.State] = []
         for (fn, inputs, outputs, api_name), tab in zip(ctx.refreshers, owner):
-            # The page load answers in full (and is the API endpoint); a save anywhere, or
-            # opening the refresher's own tab (another session may have changed the space),
-            # asks again, and an answer this page already has is skipped, not re-rendered.
+            # The page load answers in full (and is the API endpoint); opening the refresher's own
+            # tab asks again (another session may have changed the space), and an answer this
+            # page already has is skipped, not re-rendered.
             last = gr.State(None)  # fingerprint of the answer this page last received
             loaded.then(remember_answer(fn, len(outputs)), inputs, [*outputs, last], queue=False,
                         show_progress="hidden", api_name=api_name)
-            gr.on([workspace_version.change, tab.select], skip_repeats(fn, len(outputs)), inputs=[*inputs, last],
-                  outputs=[*outputs, last], queue=False, show_progress="hidden", api_visibility="undocumented")
+            tab.select(skip_repeats(fn, len(outputs)), [*inputs, last], [*outputs, last], queue=False,
+                       show_progress="hidden", api_visibility="undocumented")
+            memos.append(last)
+        # A save anywhere asks every refresher, in one event: the browser's cost of an event grows
+        # with every component any earlier event updated (gradio re-reads each one's value), so
+        # one event is far cheaper than one per list.
+        all_inputs = [x for _, inputs, _, _ in ctx.refreshers for x in inputs]
+        all_outputs = [x for _, _, outputs, _ in ctx.refreshers for x in outputs]
+        workspace_version.change(
+            refresh_all([(skip_repeats(fn, len(outputs)), len(inputs), len(outputs))
+                         for fn, inputs, outputs, _ in ctx.refreshers]),
+            [*all_inputs, *memos], [*all_outputs, *memos], queue=False, show_progress="hidden",
+            api_visibility="undocumented")
 
         def end_session(request: gr.Request) -> None:
             if request is not None and request.session_hash:

@@ -240,6 +240,26 @@ def skip_repeats(listener: Callable[..., Any], n_outputs: int) -> Callable[..., 
     return unless_unchanged
 
 
+def refresh_all(parts: Sequence[tuple[Callable[..., Any], int, int]]) -> Callable[..., Any]:
+    """One listener running several `skip_repeats` refreshers, given as (listener, n_inputs,
+    n_outputs); its inputs are each one's inputs in order, then each one's memo; its outputs
+    each one's outputs, then each one's memo."""
+    def refresh(request: gr.Request, *args: Any) -> tuple[Any, ...]:
+        n_in = sum(n for _, n, _ in parts)
+        values, memos = args[:n_in], args[n_in:]
+        answers: list[Any] = []
+        new_memos: list[Any] = []
+        start = 0
+        for (listener, n_inputs, n_outputs), memo in zip(parts, memos):
+            *outputs, new_memo = listener(request, *values[start:start + n_inputs], memo)
+            start += n_inputs
+            answers += outputs
+            new_memos.append(new_memo)
+        return (*answers, *new_memos)
+
+    return refresh
+
+
 def model_choices(workspace: Any, current: str | None) -> dict[str, Any]:
     """A checkpoint dropdown's update: every model the user can see (own, shared, library)."""
     return choices_update(workspace.names("models"), current)

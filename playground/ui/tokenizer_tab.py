@@ -77,7 +77,7 @@ PRE_TOKENIZER_CHOICES = [
 NORMALIZER_CHOICES = [("none", "none"), ("NFC", "nfc"), ("NFKC", "nfkc"), ("lowercase", "lowercase")]
 FALLBACK_CHOICES = [("byte fallback <0xNN>", "bytes"), ("<unk> token", "unk")]
 SAMPLE_TEXT = "The quick brown fox can't stop — naïve café!\ndef tokenize(text):\n    return text.split()  # 日本語 🙂"
-MAX_TABLE_ROWS = 5000
+MAX_TABLE_ROWS = 1000  # rows sent to the browser (filters and the CSVs reach all); every event re-reads them there
 INTRO = (
     "Build a **BPE** tokenizer: it starts from bytes (or characters) and repeatedly merges the most frequent "
     "adjacent pair into a new token. Pick a corpus and options, build, then look inside: the vocabulary, "

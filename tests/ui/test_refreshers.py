@@ -1,5 +1,6 @@
-"""List refreshers: an answer the page already has is skipped (not re-rendered), a dropdown's
-value is only sent when it must change, and a tab's own refreshers run when it is opened."""
+"""List refreshers: an answer the page already has is skipped (not re-rendered), a save asks all
+of them in one event, a dropdown's value is only sent when it must change, and a tab's own
+refreshers run when it is opened."""
 from __future__ import annotations
 
 import gradio as gr
@@ -7,7 +8,7 @@ import pandas as pd
 
 from playground.settings import make_settings
 from playground.ui.app import build_app
-from playground.ui.context import choices_update, fingerprint, remember_answer, skip_repeats
+from playground.ui.context import choices_update, fingerprint, refresh_all, remember_answer, skip_repeats
 
 
 def _listener(answers: list):
@@ -53,16 +54,31 @@ def test_choices_keep_the_users_pick_by_not_sending_a_value():
     assert choices_update(["a"], None) == gr.update(choices=["a"], value="a")
 
 
+def test_several_refreshers_answer_as_one_event():
+    a, b = (gr.update(choices=["a"]),), (pd.DataFrame({"x": [1]}), "text")
+    both = refresh_all([(skip_repeats(_listener([a[0], a[0]]), 1), 1, 1),
+                        (skip_repeats(_listener([b, b]), 2), 2, 2)])
+    first = both(None, "token", "token", "b-input", None, None)  # inputs of each, then each memo
+    assert first[0] == a[0] and first[1] is b[0] and first[2] == "text"
+    assert first[3:] == (fingerprint(a), fingerprint(b))
+    again = both(None, "token", "token", "b-input", *first[3:])
+    assert all(_is_skip(v) for v in again) and len(again) == 5
+
+
 def test_each_refresher_runs_on_save_and_on_its_own_tab(tmp_path):
     app = build_app(make_settings(tmp_path, device="cpu"))
     config = app.get_config_file()
     ids = {c["id"]: c for c in config["components"]}
     tabs = {c["id"]: c["props"].get("elem_id") for c in config["components"] if c["type"] == "tabitem"}
-    refresh_events = [d for d in config["dependencies"] if d["api_visibility"] == "undocumented"
-                      and any(t[1] == "select" and t[0] in tabs for t in d["targets"])]
-    assert len(refresh_events) == 6  # tokenizers saved, Train's tokenizers and runs, Generate, Analyze, My space
-    for dep in refresh_events:
-        assert [(ids[t[0]]["type"], t[1]) for t in dep["targets"]] == [("state", "change"), ("tabitem", "select")]
-        assert ids[dep["outputs"][-1]]["type"] == "state" and ids[dep["inputs"][-1]]["type"] == "state"  # the memo
-    selected = sorted(tabs[t[0]] for d in refresh_events for t in d["targets"] if t[1] == "select")
-    assert selected == ["tab-analyze", "tab-generate", "tab-space", "tab-tokenizer", "tab-train", "tab-train"]
+    private = [d for d in config["dependencies"] if d["api_visibility"] == "undocumented"]
+    on_tab = [d for d in private if [t[1] for t in d["targets"]] == ["select"] and d["targets"][0][0] in tabs]
+    assert len(on_tab) == 6  # tokenizers saved, Train's tokenizers and runs, Generate, Analyze, My space
+    assert sorted(tabs[d["targets"][0][0]] for d in on_tab) == [
+        "tab-analyze", "tab-generate", "tab-space", "tab-tokenizer", "tab-train", "tab-train"]
+    memos = set()
+    for dep in on_tab:
+        assert ids[dep["outputs"][-1]]["type"] == "state" and dep["inputs"][-1] == dep["outputs"][-1]  # the memo
+        memos.add(dep["outputs"][-1])
+    (on_save,) = [d for d in private if d["outputs"] and set(memos) <= set(d["outputs"])]
+    assert [ids[t[0]]["type"] for t in on_save["targets"]] == ["state"]  # the workspace version
+    assert {o for d in on_tab for o in d["outputs"]} == set(on_save["outputs"])  # every list, one event
