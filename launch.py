@@ -124,14 +124,12 @@ def serve(app, host: str, port: int, share: bool, auth, max_file_size: int | Non
     import contextlib
     import io
 
-    from playground.ui.app import (
-        APP_CSS,  # already imported by build_app: free here, not at --help
-    )
+    from playground.ui.app import launch_options  # already imported by build_app: free here, not at --help
 
     captured = io.StringIO()
     with contextlib.redirect_stdout(captured) if share else contextlib.nullcontext():
-        app.launch(server_name=host, server_port=port, share=share, auth=auth, css=APP_CSS,
-                   max_file_size=max_file_size, prevent_thread_lock=True)
+        app.launch(server_name=host, server_port=port, share=share, auth=auth, max_file_size=max_file_size,
+                   prevent_thread_lock=True, **launch_options())
     if share:
         for line in captured.getvalue().splitlines():
             if line.startswith("* Running on"):

@@ -60,7 +60,7 @@ def serve_app(tmp_path_factory: pytest.TempPathFactory, name: str, demo: bool = 
     temp root and library; `prepare_library(workspace)` fills the library first, `caps` override
     the settings' caps (e.g. heavy_slots=2)."""
     from playground.settings import make_settings
-    from playground.ui.app import APP_CSS, build_app, prepare_server
+    from playground.ui.app import build_app, launch_options, prepare_server
 
     root, library = tmp_path_factory.mktemp(f"{name}-ws"), tmp_path_factory.mktemp(f"{name}-library")
     settings = make_settings(root, device="cpu", demo=demo, app=True, library=[library])
@@ -72,7 +72,7 @@ def serve_app(tmp_path_factory: pytest.TempPathFactory, name: str, demo: bool = 
     prepare_server(settings)
     app = build_app(settings)
     port = free_port()
-    app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=APP_CSS)
+    app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options())
     try:
         yield dataclasses.replace(running, url=f"http://127.0.0.1:{port}/")
     finally:

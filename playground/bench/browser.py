@@ -106,13 +106,13 @@ def free_port() -> int:
 def serve(root: Path) -> Iterator[str]:
     """The real app over `root` (as launch.py serves it) on a free loopback port; yields its URL."""
     from playground.settings import make_settings
-    from playground.ui.app import build_app, prepare_server
+    from playground.ui.app import build_app, launch_options, prepare_server
 
     settings = make_settings(root / "ws", device="cpu", app=True)
     prepare_server(settings)
     app = build_app(settings)
     port = free_port()
-    app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options())
     try:
         yield f"http://127.0.0.1:{port}/"
     finally:

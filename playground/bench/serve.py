@@ -45,7 +45,8 @@ from playground.settings import REPO_ROOT, SHIPPED_LIBRARY
 
 DEMO_GPT = "gpt-python-docs-char"
 MARKER_RE = re.compile(r"\b[ust]\d{2}-[0-9a-f]{6}\b")
-GOAL = {"users": 20, "failures": 0, "cross_talk": 0, "generate_busy_p95_s": 3.0, "rss_growth_mb": 50.0}
+GOAL = {"users": 20, "failures": 0, "cross_talk": 0, "generate_busy_p95_s": 3.0, "rss_growth_mb": 50.0,
+        "start_s": 5.0, "config_p95_s": 1.0}
 CORPUS = (
     "The quick brown fox jumps over the lazy dog. {m} writes small programs in Python. "
     "A tokenizer splits text into pieces; {m} counts how often each pair of pieces appears. "
@@ -68,6 +69,7 @@ class Options:
     settle_s: float = 5.0
     app_dir: str | None = None  # another checkout whose launch.py to serve (compare versions)
     trainer_steps: int = 100_000  # long: the trainers are stopped, not finished
+    paint_rounds: int = 3  # rounds of N browsers fetching /config at once (gzip and plain interleaved)
 
 
 @dataclass
@@ -154,6 +156,7 @@ class Server:
     workspace: Path
     gradio_tmp: Path
     tmp: Path
+    start_s: float | None = None  # process start to the first /config answered
 
     def rss_mb(self) -> float | None:
         """VmRSS of the server process in MB (None once it is gone)."""
@@ -214,18 +217,54 @@ def start_server(root: Path, demo: bool, timeout_s: float, app_dir: Path | None 
     log = open(root / "server.log", "wb")  # noqa: SIM115 - lives as long as the server
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(app_dir))
     server = Server(proc, f"http://127.0.0.1:{port}/", root, workspace, gradio_tmp, tmp)
-    deadline = time.monotonic() + timeout_s
+    started = time.monotonic()
+    deadline = started + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"the app exited with {proc.returncode}:\n{server.log_tail()}")
         try:
             with urllib.request.urlopen(server.url + "config", timeout=5) as response:
                 if response.status == 200:
+                    server.start_s = time.monotonic() - started
                     return server
         except OSError:
-            time.sleep(0.5)
+            time.sleep(0.1)
     server.stop()
     raise RuntimeError(f"the app did not answer within {timeout_s:.0f} s:\n{server.log_tail()}")
+
+
+# -- first paint ----------------------------------------------------------------------------------
+
+def fetch_config(url: str, encoding: str, timeout_s: float) -> tuple[float, int]:
+    """(seconds, bytes on the wire) of one GET /config asking for `encoding` (gzip or identity)."""
+    request = urllib.request.Request(url + "config", headers={"Accept-Encoding": encoding})
+    t0 = time.perf_counter()
+    with urllib.request.urlopen(request, timeout=timeout_s) as response:
+        size = len(response.read())
+    return time.perf_counter() - t0, size
+
+
+def first_paint(url: str, browsers: int, rounds: int, timeout_s: float) -> dict[str, Any]:
+    """`browsers` GET /config at once, gzip and plain interleaved over `rounds` rounds."""
+    figures: dict[str, Any] = {}
+    times: dict[str, list[float]] = {"gzip": [], "identity": []}
+    sizes: dict[str, int] = {}
+    with ThreadPoolExecutor(max_workers=browsers) as pool:
+        for _ in range(rounds):
+            for encoding in times:
+                barrier = threading.Barrier(browsers)
+
+                def one(_: int, encoding: str = encoding, barrier: threading.Barrier = barrier) -> tuple[float, int]:
+                    barrier.wait(timeout=timeout_s)
+                    return fetch_config(url, encoding, timeout_s)
+
+                for seconds, size in pool.map(one, range(browsers)):
+                    times[encoding].append(seconds)
+                    sizes[encoding] = size
+    for encoding, values in times.items():
+        figures[encoding] = {"p50_s": _pct(values, 50), "p95_s": _pct(values, 95), "bytes": sizes.get(encoding),
+                             "count": len(values)}
+    return figures
 
 
 # -- clients ---------------------------------------------------------------------------------------
@@ -432,6 +471,7 @@ def run_bench(opts: Options) -> dict[str, Any]:
         shutil.rmtree(root, ignore_errors=True)
         raise
     try:
+        paint = first_paint(server.url, opts.users, opts.paint_rounds, opts.action_timeout_s)
         demo_model = _ensure_demo_model(server, opts.action_timeout_s)
         rss_boot = server.rss_mb()
         passes = []
@@ -442,7 +482,8 @@ def run_bench(opts: Options) -> dict[str, Any]:
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
-    return {"options": {k: v for k, v in asdict(opts).items()}, "demo_model": demo_model, "rss_boot_mb": rss_boot,
+    return {"options": {k: v for k, v in asdict(opts).items()}, "start_s": server.start_s, "first_paint": paint,
+            "demo_model": demo_model, "rss_boot_mb": rss_boot,
             "server_alive_at_end": alive, "passes": [p.summary() for p in passes], "goal": GOAL}
 
 
@@ -490,6 +531,14 @@ def format_table(result: dict[str, Any]) -> str:
     lines = [f"{'':{width}}" + "".join(f"{h:{colw}}" for h in heads) + f"goal ({GOAL['users']} users)"]
     lines += [f"{name:{width}}" + "".join(f"{c:{colw}}" for c in cells) + goal for name, cells, goal in rows]
     opts = result["options"]
+    paint = result.get("first_paint") or {}
+    if result.get("start_s") is not None:
+        lines.append(f"\nfirst paint: process start to /config answered {result['start_s']:.1f} s "
+                     f"(goal <= {GOAL['start_s']:.0f} s)")
+    for encoding, f in paint.items():
+        lines.append(f"  {opts['users']} browsers at once, /config {encoding:<8}: p50 {f['p50_s']:.2f} s, "
+                     f"p95 {f['p95_s']:.2f} s, {f['bytes']:,} bytes on the wire, n={f['count']} "
+                     f"(goal p95 <= {GOAL['config_p95_s']:.0f} s)")
     lines.append(f"\n{opts['trainers']} trainer(s) held the heavy slots during generate_busy/analyze; demo GPT: "
                  f"{result['demo_model']}; server alive at end: {result['server_alive_at_end']}")
     for p in passes:

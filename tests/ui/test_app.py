@@ -61,6 +61,22 @@ def test_saved_entries_reach_other_tabs_without_restart(app_server):
         assert model_name in _choices(client.predict(None, api_name=endpoint))
 
 
+def test_the_page_config_travels_gzipped(app_server):
+    import gzip
+    import json
+    import urllib.request
+
+    def get(encoding: str):
+        request = urllib.request.Request(app_server.url + "config", headers={"Accept-Encoding": encoding})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.headers.get("Content-Encoding"), response.read()
+
+    (packed_as, packed), (plain_as, plain) = get("gzip"), get("identity")
+    assert packed_as == "gzip" and plain_as is None
+    assert len(packed) * 4 < len(plain)  # ~380 KB of JSON, about a tenth on the wire
+    assert json.loads(gzip.decompress(packed)) == json.loads(plain)
+
+
 def _choices(update) -> list[str]:
     """Choice values from a dropdown update as gradio_client returns it."""
     if isinstance(update, dict) and "choices" in update:
