@@ -69,7 +69,7 @@ class Options:
     settle_s: float = 5.0
     app_dir: str | None = None  # another checkout whose launch.py to serve (compare versions)
     trainer_steps: int = 100_000  # long: the trainers are stopped, not finished
-    paint_rounds: int = 3  # rounds of N browsers fetching /config at once (gzip and plain interleaved)
+    paint_rounds: int = 3  # rounds of N browsers loading the page / config at once (modes interleaved)
 
 
 @dataclass
@@ -235,9 +235,13 @@ def start_server(root: Path, demo: bool, timeout_s: float, app_dir: Path | None 
 
 # -- first paint ----------------------------------------------------------------------------------
 
-def fetch_config(url: str, encoding: str, timeout_s: float) -> tuple[float, int]:
-    """(seconds, bytes on the wire) of one GET /config asking for `encoding` (gzip or identity)."""
-    request = urllib.request.Request(url + "config", headers={"Accept-Encoding": encoding})
+PAINT_MODES = (("page", "", "gzip"), ("page", "", "identity"), ("config", "config", "gzip"),
+               ("config", "config", "identity"))
+
+
+def fetch(url: str, encoding: str, timeout_s: float) -> tuple[float, int]:
+    """(seconds, bytes on the wire) of one GET asking for `encoding` (gzip or identity)."""
+    request = urllib.request.Request(url, headers={"Accept-Encoding": encoding})
     t0 = time.perf_counter()
     with urllib.request.urlopen(request, timeout=timeout_s) as response:
         size = len(response.read())
@@ -245,26 +249,29 @@ def fetch_config(url: str, encoding: str, timeout_s: float) -> tuple[float, int]
 
 
 def first_paint(url: str, browsers: int, rounds: int, timeout_s: float) -> dict[str, Any]:
-    """`browsers` GET /config at once, gzip and plain interleaved over `rounds` rounds."""
-    figures: dict[str, Any] = {}
-    times: dict[str, list[float]] = {"gzip": [], "identity": []}
+    """`browsers` GETs of the page (`/`) or `/config` at once, per encoding, interleaved over
+    `rounds` rounds: as every new visitor asks (the server may answer from its page cache), and
+    with a query string of its own per request (the peer: the page rebuilt for each)."""
+    times: dict[str, list[float]] = {}
     sizes: dict[str, int] = {}
     with ThreadPoolExecutor(max_workers=browsers) as pool:
         for _ in range(rounds):
-            for encoding in times:
-                barrier = threading.Barrier(browsers)
+            for what, path, encoding in PAINT_MODES:
+                for rebuilt in (False, True):
+                    label = f"{what} {encoding}{' rebuilt' if rebuilt else ''}"
+                    barrier = threading.Barrier(browsers)
 
-                def one(_: int, encoding: str = encoding, barrier: threading.Barrier = barrier) -> tuple[float, int]:
-                    barrier.wait(timeout=timeout_s)
-                    return fetch_config(url, encoding, timeout_s)
+                    def one(i: int, path: str = path, encoding: str = encoding, rebuilt: bool = rebuilt,
+                            barrier: threading.Barrier = barrier) -> tuple[float, int]:
+                        query = f"?bench={secrets.token_hex(4)}{i}" if rebuilt else ""
+                        barrier.wait(timeout=timeout_s)
+                        return fetch(url + path + query, encoding, timeout_s)
 
-                for seconds, size in pool.map(one, range(browsers)):
-                    times[encoding].append(seconds)
-                    sizes[encoding] = size
-    for encoding, values in times.items():
-        figures[encoding] = {"p50_s": _pct(values, 50), "p95_s": _pct(values, 95), "bytes": sizes.get(encoding),
-                             "count": len(values)}
-    return figures
+                    for seconds, size in pool.map(one, range(browsers)):
+                        times.setdefault(label, []).append(seconds)
+                        sizes[label] = size
+    return {label: {"p50_s": _pct(values, 50), "p95_s": _pct(values, 95), "bytes": sizes[label],
+                    "count": len(values)} for label, values in times.items()}
 
 
 # -- clients ---------------------------------------------------------------------------------------
@@ -536,7 +543,7 @@ def format_table(result: dict[str, Any]) -> str:
         lines.append(f"\nfirst paint: process start to /config answered {result['start_s']:.1f} s "
                      f"(goal <= {GOAL['start_s']:.0f} s)")
     for encoding, f in paint.items():
-        lines.append(f"  {opts['users']} browsers at once, /config {encoding:<8}: p50 {f['p50_s']:.2f} s, "
+        lines.append(f"  {opts['users']} browsers at once, {encoding:<24}: p50 {f['p50_s']:.2f} s, "
                      f"p95 {f['p95_s']:.2f} s, {f['bytes']:,} bytes on the wire, n={f['count']} "
                      f"(goal p95 <= {GOAL['config_p95_s']:.0f} s)")
     lines.append(f"\n{opts['trainers']} trainer(s) held the heavy slots during generate_busy/analyze; demo GPT: "

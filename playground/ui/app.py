@@ -25,6 +25,7 @@ from playground.ui import (
     train_tab,
 )
 from playground.ui.context import AppContext, refresh_all, remember_answer, skip_repeats
+from playground.ui.page_cache import PageCache
 
 TABS = (
     ("tokenizer", "Tokenizer", tokenizer_tab),
@@ -40,8 +41,9 @@ BROWSER_KEY = "transformer-playground-user"
 # are drawn to fit their boxes at a desktop width (playground.charts.layout); in a narrower
 # window they start at the left edge and scroll instead of losing an axis.
 APP_CSS = ".altair { align-items: flex-start !important; overflow-x: auto; }"
-# The page's /config is ~380 KB of JSON (every component and event): gzip sends about a tenth
-# of it to each browser. Starlette leaves event streams (the queue's SSE) uncompressed.
+# The page (~570 KB of HTML) and /config (~380 KB of JSON) carry every component and event:
+# gzip sends about a twelfth to each browser (Starlette leaves the queue's event streams alone),
+# and PageCache answers the same request again from memory instead of rebuilding both.
 GZIP_MIN_BYTES = 4096
 
 
@@ -49,7 +51,8 @@ def launch_options() -> dict[str, Any]:
     """Keyword arguments for `app.launch` that every way of serving the app shares (a fresh dict:
     gradio adds to `app_kwargs`)."""
     return {"css": APP_CSS,
-            "app_kwargs": {"middleware": [Middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES, compresslevel=6)]}}
+            "app_kwargs": {"middleware": [Middleware(PageCache),  # outermost: it keeps the gzipped answer
+                                          Middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES, compresslevel=6)]}}
 
 
 def header_markdown(settings: Settings) -> str:

@@ -75,6 +75,7 @@ def test_the_page_config_travels_gzipped(app_server):
     assert packed_as == "gzip" and plain_as is None
     assert len(packed) * 4 < len(plain)  # ~380 KB of JSON, about a tenth on the wire
     assert json.loads(gzip.decompress(packed)) == json.loads(plain)
+    assert get("gzip") == (packed_as, packed) and get("identity") == (plain_as, plain)  # again, from memory
 
 
 def _choices(update) -> list[str]:
