@@ -29,8 +29,8 @@ class AppContext:
 
     - `workspace_version` (gr.State[int]): a handler that saves to the user's space returns
       `version + 1` into it; every function registered with `on_workspace_change` then runs
-      (also on page load and whenever a tab is selected), so new tokenizers and checkpoints
-      show up in other tabs' choices without a restart.
+      (all in one event; also on page load, and each when its own tab is selected), so new
+      tokenizers and checkpoints show up in other tabs' choices without a restart.
     - `selection` (gr.State[dict]): what one tab hands another (Generate -> Analyze target).
     - `tabs`: the gr.Tabs; a handler may return `gr.Tabs(selected="analyze")` into it.
     - `user` (gr.State[str | None]): this browser's random token (from its localStorage), which
