@@ -6,6 +6,7 @@ unpickles. A process-wide, lock-guarded cache keyed by (path, mtime) serves the 
 """
 from __future__ import annotations
 
+import copy
 import csv
 import json
 import threading
@@ -13,9 +14,13 @@ from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
 from typing import Any
 
+from safetensors.torch import load_model, save_model
+from tokenizers import Tokenizer
 from torch import nn
 
 from playground.errors import NotFoundError, PlaygroundError
+from playground.families import get_family
+from playground.models.base import ModelConfig
 from playground.workspace import Workspace, write_json
 
 BUNDLE_FORMAT = 1
@@ -29,9 +34,9 @@ class Bundle:
     path: Path
     family: str
     model: nn.Module
-    model_config: Any
+    model_config: ModelConfig
     config: dict[str, Any]
-    tokenizer: Any | None
+    tokenizer: Tokenizer | None
 
     @property
     def class_names(self) -> list[str] | None:
@@ -54,7 +59,7 @@ def unwrap_model(model: nn.Module) -> nn.Module:
             return model
 
 
-def _config_dict(cfg: Any) -> dict[str, Any]:
+def _config_dict(cfg: ModelConfig | dict[str, Any]) -> dict[str, Any]:
     if hasattr(cfg, "to_dict"):
         return cfg.to_dict()
     if is_dataclass(cfg):
@@ -67,7 +72,7 @@ def save_bundle(
     name: str,
     model: nn.Module,
     family: str,
-    model_config: Any,
+    model_config: ModelConfig,
     *,
     train_config: dict[str, Any] | None = None,
     preset: str | None = None,
@@ -75,14 +80,12 @@ def save_bundle(
     step: int = 0,
     metrics: dict[str, Any] | None = None,
     metrics_rows: list[dict[str, Any]] | None = None,
-    tokenizer: Any | None = None,
+    tokenizer: Tokenizer | None = None,
     class_names: list[str] | None = None,
     extra: dict[str, Any] | None = None,
     overwrite: bool = True,
 ) -> Path:
     """Write a bundle atomically and return its folder. State-dict keys are saved clean."""
-    from safetensors.torch import save_model
-
     plain = unwrap_model(model)
     config = {
         "format": BUNDLE_FORMAT,
@@ -109,8 +112,6 @@ def save_bundle(
 
 
 def _cpu_copy(model: nn.Module) -> nn.Module:
-    import copy
-
     return copy.deepcopy(model).to("cpu")
 
 
@@ -163,10 +164,6 @@ def resolve_bundle_path(checkpoint: str | Path, workspace: Workspace | None = No
 
 def load_bundle(checkpoint: str | Path, workspace: Workspace | None = None, device: str = "cpu") -> Bundle:
     """Rebuild model, tokenizer and config from a bundle folder (or a workspace model name)."""
-    from safetensors.torch import load_model
-
-    from playground.models.registry import get_family
-
     path = resolve_bundle_path(checkpoint, workspace)
     try:
         config = json.loads((path / "config.json").read_text(encoding="utf-8"))
@@ -185,8 +182,6 @@ def load_bundle(checkpoint: str | Path, workspace: Workspace | None = None, devi
     model.to(device).eval()
     tokenizer = None
     if (path / "tokenizer.json").is_file():
-        from tokenizers import Tokenizer
-
         tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
     return Bundle(path.name, path, family.name, model, model_config, config, tokenizer)
 

@@ -122,7 +122,8 @@ def apply_settings(preset: Any, settings: Iterable[tuple[str, str]], caps: Any =
     """
     from playground.config import apply_overrides
     from playground.errors import PlaygroundError
-    from playground.training.config import build_model_config, get_family_config, resolve_run
+    from playground.training.config import build_model_config
+    from playground.training.spec import get_family_config, resolve_run
 
     def model_checks(candidate: Any) -> None:  # whole-config checks (choices, d_model % n_head)
         build_model_config(get_family_config(candidate.family), candidate.model, {})

@@ -4,7 +4,8 @@ The caps live on :class:`playground.settings.DemoCaps` (FULL_CAPS for the CLI an
 DEMO_CAPS for a public one). Each ``check_*`` function raises :class:`TooBigError` whose message
 says the number, the cap, and what to do. Model sizes are estimated from the config alone
 (:func:`count_parameters`, :func:`estimate_training_bytes`), so a d_model of a million is refused
-without building anything.
+without building anything; each family says how its model's size follows from its config
+(:class:`ModelSizes`, ``Family.sizes``).
 
 Pure logic: no gradio, no torch at import time.
 """
@@ -13,11 +14,16 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from playground.errors import ConfigError, PlaygroundError, TooBigError
 from playground.settings import FULL_CAPS, DemoCaps
+
+if TYPE_CHECKING:  # typing only: the registry and the model configs import torch
+    from playground.families.base import Family
+    from playground.models.base import ModelConfig
 
 # Fields FULL_CAPS leaves None (the UI reads a value there as a demo cap): their finite bounds.
 UNCAPPED_BOUNDS: dict[str, int] = {
@@ -29,7 +35,6 @@ UNCAPPED_BOUNDS: dict[str, int] = {
     "max_ig_steps": 800,
 }
 FLOAT_BYTES = 4  # training runs in fp32 (bf16 autocast only shrinks activations)
-DEFAULT_SEQ_LEN = 64  # RNN seq2seq length when the data has not fixed it yet
 GB = 1e9
 
 
@@ -82,124 +87,72 @@ def check_text(text: str | None, field: str, caps: DemoCaps | None, what: str) -
     return text
 
 
-# -- parameter count, from the config alone -----------------------------------------------------
+# -- model sizes, from the config alone ----------------------------------------------------------
 
-def _linear(n_in: int, n_out: int, bias: bool) -> int:
-    return n_in * n_out + (n_out if bias else 0)
+class ModelSizes(ABC):
+    """How big a family's model is, from its config alone: what the size limits ask a family.
 
+    Each family implements it beside its model (``playground/families/<family>/sizes.py``) and
+    holds it as ``Family.sizes``; nothing here builds a module.
+    """
 
-def _norm(kind: str, d: int, bias: bool) -> int:
-    return d * (2 if kind == "layernorm" and bias else 1)
+    width_field: str  # the config field that sets the model's width ("d_model", "hidden"): what a tip narrows
+    seq_fields: tuple[str, ...] = ()  # [model] keys that are sequence lengths (capped by max_seq_len)
 
+    @abstractmethod
+    def count_parameters(self, config: ModelConfig) -> int:
+        """Parameters of the model `config` builds (tied weights once)."""
 
-def _attention(d: int, bias: bool) -> int:
-    """Self (qkv + out) and cross (q + kv + out) attention have the same count: 4 D² (+ 4 D)."""
-    return 4 * d * d + (4 * d if bias else 0)
+    @abstractmethod
+    def sequence_length(self, config: ModelConfig, seq_len: int | None = None) -> int:
+        """The longest sequence a training batch holds; `seq_len` is the data's where the config does not fix it."""
 
+    @abstractmethod
+    def activation_floats(self, config: ModelConfig, batch: int, seq: int) -> int:
+        """A rough, generous count of the floats autograd keeps for one micro-batch (forward + backward)."""
 
-def _ffn(d: int, d_ff: int, kind: str, bias: bool) -> int:
-    return _linear(d, 2 * d_ff if kind == "swiglu" else d_ff, bias) + _linear(d_ff, d, bias)
+    @abstractmethod
+    def width_step(self, config: ModelConfig) -> int:
+        """The step a suggested width moves in (so that it still divides into heads / directions)."""
 
+    def train_flops_per_unit(self, config: ModelConfig) -> int | None:
+        """Floating-point operations of one training step per token / sample (forward and backward),
+        for model FLOPs utilisation; None where the family has no estimate."""
+        return None
 
-def _d_ff(c: Any) -> int:
-    return c.d_ff or 4 * c.d_model
+    def is_estimable(self, config: ModelConfig) -> bool:
+        """Whether the sizes can be estimated (False: the config's own check says what is wrong)."""
+        return True
 
-
-def _encoder_block(c: Any) -> int:
-    return 2 * _norm(c.norm, c.d_model, c.bias) + _attention(c.d_model, c.bias) + _ffn(c.d_model, _d_ff(c), c.ffn, c.bias)
-
-
-def _decoder_block(c: Any) -> int:
-    return 3 * _norm(c.norm, c.d_model, c.bias) + 2 * _attention(c.d_model, c.bias) + _ffn(c.d_model, _d_ff(c), c.ffn, c.bias)
-
-
-def _final_norm(c: Any) -> int:
-    return _norm(c.norm, c.d_model, c.bias) if c.norm_placement == "pre" else 0
-
-
-def _positions(c: Any, n_positions: int) -> int:
-    return n_positions * c.d_model if c.pos_encoding == "learned" else 0  # sinusoidal: a buffer
-
-
-def _rnn(cell: str, n_in: int, hidden: int, layers: int, directions: int) -> int:
-    gates = 3 if cell == "gru" else 4
-    total = 0
-    for layer in range(layers):
-        layer_in = n_in if layer == 0 else hidden * directions
-        total += directions * gates * (layer_in * hidden + hidden * hidden + 2 * hidden)
-    return total
+    def longest_sequence(self, payload: Any) -> int | None:
+        """The longest sequence of the prepared data (an adapter's payload) where the config does not
+        fix it; None where it does."""
+        return None
 
 
-def _score(kind: str, query_dim: int, key_dim: int, attn_dim: int) -> int:
-    if kind == "additive":
-        return (query_dim + key_dim) * attn_dim + attn_dim
-    if kind == "general":
-        return query_dim * key_dim
-    return 0  # dot, scaled_dot, uniform, none
+def _family(name: str) -> Family:
+    # Function-level: the registry's families hold this module's ModelSizes (a cycle at the top),
+    # and limits stays free of torch at import time.
+    from playground.families import get_family
+
+    return get_family(name)
 
 
-def count_parameters(family: str, config: Any) -> int:
+def family_sizes(family: str) -> ModelSizes:
+    """The sizes of the family called `family`."""
+    return _family(family).sizes
+
+
+def count_parameters(family: str, config: ModelConfig) -> int:
     """Parameters of the model `config` builds (tied weights once), computed without building it."""
-    c = config
-    if family == "gpt":
-        return (c.vocab_size * c.d_model + _positions(c, c.block_size) + c.n_layer * _encoder_block(c)
-                + _final_norm(c))
-    if family == "vit":
-        n_tokens = (c.image_size // c.patch_size) ** 2 + (c.pool == "cls")
-        return (c.channels * c.d_model * c.patch_size**2 + c.d_model + (c.d_model if c.pool == "cls" else 0)
-                + _positions(c, n_tokens) + c.n_layer * _encoder_block(c) + _final_norm(c)
-                + _linear(c.d_model, c.n_classes, True))
-    if family == "transformer_seq2seq":
-        embeddings = c.vocab_size * c.d_model * (1 if c.share_embeddings else 2)
-        return (embeddings + _positions(c, c.max_len) + c.n_encoder_layers * _encoder_block(c)
-                + c.n_decoder_layers * _decoder_block(c) + 2 * _final_norm(c))
-    if family == "rnn_seq2seq":
-        directions = 2 if c.bidirectional else 1
-        hidden = c.hidden
-        return (2 * c.vocab_size * c.emb_dim
-                + _rnn(c.cell, c.emb_dim, hidden // directions, c.n_layers, directions)
-                + _rnn(c.cell, c.emb_dim + hidden, hidden, c.n_layers, 1)
-                + _score(c.attention, hidden, hidden, c.attn_dim or hidden)
-                + _linear(2 * hidden + c.emb_dim, hidden, True) + _linear(hidden, c.vocab_size, True))
-    raise ConfigError(f"Unknown model family {family!r}.")
+    return family_sizes(family).count_parameters(config)
 
 
 # -- training memory -------------------------------------------------------------------------------
 
-def sequence_length(family: str, config: Any, seq_len: int | None = None) -> int:
+def sequence_length(family: str, config: ModelConfig, seq_len: int | None = None) -> int:
     """The longest sequence a training batch holds: block_size, ViT tokens, max_len, or `seq_len`."""
-    if family == "gpt":
-        return int(config.block_size)
-    if family == "vit":
-        return (config.image_size // config.patch_size) ** 2 + (config.pool == "cls")
-    if family == "transformer_seq2seq":
-        return min(config.max_len, seq_len) if seq_len else config.max_len
-    return seq_len or DEFAULT_SEQ_LEN
-
-
-def _activation_floats(family: str, c: Any, batch: int, seq: int) -> int:
-    """A rough, generous count of the floats autograd keeps for one micro-batch (forward + backward)."""
-    if family == "rnn_seq2seq":
-        gates = 3 if c.cell == "gru" else 4
-        h = c.hidden
-        per_step = c.n_layers * (gates + 3) * h * 2 + c.emb_dim * 2  # encoder + decoder states
-        attention = seq * ((c.attn_dim or h) if c.attention == "additive" else 1) * 2
-        return batch * seq * (per_step + attention + 2 * h + c.emb_dim + 4 * c.vocab_size)
-    d, f = c.d_model, _d_ff(c)
-    fc_out = 2 * f if c.ffn == "swiglu" else f
-    heads = c.n_head
-
-    def layer(attn_maps: int) -> int:  # per token: norms, q/k/v, outputs, residuals, FFN, attention weights
-        return 16 * d + 2 * fc_out + 2 * heads * seq * attn_maps
-
-    if family == "gpt":
-        return batch * seq * (c.n_layer * layer(1) + 2 * d + 4 * c.vocab_size)
-    if family == "vit":
-        return batch * seq * c.n_layer * layer(1) + 2 * batch * c.channels * c.image_size**2
-    if family == "transformer_seq2seq":
-        return batch * seq * (c.n_encoder_layers * layer(1) + c.n_decoder_layers * (layer(2) + 8 * d)
-                              + 4 * d + 4 * c.vocab_size)
-    raise ConfigError(f"Unknown model family {family!r}.")
+    return family_sizes(family).sequence_length(config, seq_len)
 
 
 def optimizer_floats_per_param(optimizer: str) -> int:
@@ -207,21 +160,18 @@ def optimizer_floats_per_param(optimizer: str) -> int:
     return 1 if optimizer == "sgd" else 2
 
 
-def estimate_training_bytes(family: str, config: Any, batch_size: int, seq_len: int | None = None,
+def estimate_training_bytes(family: str, config: ModelConfig, batch_size: int, seq_len: int | None = None,
                             optimizer: str = "adamw") -> int:
     """Rough training memory: weights, gradients, optimizer state and one micro-batch's activations."""
-    params = count_parameters(family, config)
+    sizes = family_sizes(family)
+    params = sizes.count_parameters(config)
     per_param = 2 + optimizer_floats_per_param(optimizer)
-    seq = sequence_length(family, config, seq_len)
-    return FLOAT_BYTES * (per_param * params + _activation_floats(family, config, batch_size, seq))
+    seq = sizes.sequence_length(config, seq_len)
+    return FLOAT_BYTES * (per_param * params + sizes.activation_floats(config, batch_size, seq))
 
 
 def _size_words(n_bytes: float) -> str:
     return f"~{n_bytes / GB:,.1f} GB" if n_bytes >= 0.1 * GB else f"~{n_bytes / 1e6:,.0f} MB"
-
-
-def _width_field(family: str) -> str:
-    return "hidden" if family == "rnn_seq2seq" else "d_model"
 
 
 def _fits(family: str, config: Any, batch: int, seq_len: int | None, optimizer: str, caps: DemoCaps | None) -> bool:
@@ -245,9 +195,10 @@ def _largest(fits: Any, step: int, high: int) -> int | None:
 
 def _suggestion(family: str, config: Any, batch: int, seq_len: int | None, optimizer: str,
                 caps: DemoCaps | None) -> str:
-    field = _width_field(family)
+    sizes = family_sizes(family)
+    field = sizes.width_field
     width = getattr(config, field)
-    step = 2 if family == "rnn_seq2seq" else getattr(config, "n_head", 1) * 2
+    step = sizes.width_step(config)
 
     def with_width(value: int) -> bool:
         return _fits(family, _replaced(config, field, value), batch, seq_len, optimizer, caps)
@@ -260,7 +211,7 @@ def _suggestion(family: str, config: Any, batch: int, seq_len: int | None, optim
         best_batch = _largest(lambda b: _fits(family, config, b, seq_len, optimizer, caps), 1, batch)
         if best_batch is not None and best_batch < batch:
             tips.append(f"train.batch_size ≤ {best_batch:,}")
-    tips.append("fewer layers" + (", a shorter context" if family in ("gpt", "transformer_seq2seq") else "")
+    tips.append("fewer layers" + (", a shorter context" if sizes.seq_fields else "")
                 + (" or a smaller vocabulary" if hasattr(config, "vocab_size") else ""))
     return "try " + " or ".join(tips)
 
@@ -272,7 +223,7 @@ def _replaced(config: Any, field: str, value: int) -> Any:
     return clone
 
 
-def check_model_size(family: str, model_config: Any, train_config: Any, caps: DemoCaps | None = None,
+def check_model_size(family: str, model_config: ModelConfig, train_config: Any, caps: DemoCaps | None = None,
                      seq_len: int | None = None) -> int:
     """TooBigError unless the model's parameters and estimated training memory fit this server.
 
@@ -284,7 +235,7 @@ def check_model_size(family: str, model_config: Any, train_config: Any, caps: De
     params = count_parameters(family, model_config)
     memory = estimate_training_bytes(family, model_config, batch, seq_len, optimizer)
     max_params, max_gb = int(cap(caps, "max_params")), cap(caps, "max_train_memory_gb")
-    field = _width_field(family)
+    field = family_sizes(family).width_field
     described = f"{field} {getattr(model_config, field):,}"
     if params > max_params:
         raise TooBigError(
@@ -314,7 +265,6 @@ def check_train_config(train: Any, caps: DemoCaps | None = None, check_steps: bo
     check_seed(train.seed, caps, "train.seed")
 
 
-_SEQ_FIELDS = {"gpt": ("block_size",), "transformer_seq2seq": ("max_len",)}
 _WIDTH_FIELDS = ("d_model", "hidden", "emb_dim", "d_ff", "attn_dim", "n_layer", "n_layers", "n_encoder_layers",
                  "n_decoder_layers", "n_head", "patch_size", "image_size", "channels", "n_classes", "vocab_size")
 
@@ -325,12 +275,12 @@ def check_model_values(family: str, values: dict[str, Any], caps: DemoCaps | Non
 
     Fields the data fixes (vocab size, image shape) take the preset's value or the default.
     """
-    from playground.models.registry import get_family
-
-    for key in _SEQ_FIELDS.get(family, ()):
+    spec = _family(family)
+    sizes = spec.sizes
+    for key in sizes.seq_fields:
         if key in values:
             check_count(values[key], "max_seq_len", caps, f"model.{key}", 1)
-    config_cls = get_family(family).config_cls
+    config_cls = spec.config_cls
     fields = {f.name: f for f in dataclasses.fields(config_cls)}
     config = config_cls.__new__(config_cls)
     for name, f in fields.items():
@@ -342,7 +292,7 @@ def check_model_values(family: str, values: dict[str, Any], caps: DemoCaps | Non
             return  # a bad value: the family config's own check says what is wrong
     if getattr(config, "n_head", 1) and getattr(config, "d_model", 0) % max(1, getattr(config, "n_head", 1)):
         return
-    if family == "vit" and (config.patch_size < 1 or config.image_size < config.patch_size):
+    if not sizes.is_estimable(config):
         return
     check_model_size(family, config, _Batch(batch_size, optimizer), caps)
 
@@ -426,7 +376,7 @@ __all__ = [
     "UNCAPPED_BOUNDS", "cap", "check_count", "check_seed", "check_text", "count_parameters",
     "estimate_training_bytes", "check_model_size", "check_train_config", "check_model_values",
     "check_data_config", "check_experiment_options", "is_out_of_memory", "too_big_on_oom", "describe_caps",
-    "sequence_length",
+    "sequence_length", "ModelSizes", "family_sizes",
 ]
 
 

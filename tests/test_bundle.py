@@ -8,7 +8,7 @@ import torch
 
 from playground.bundle import cached_bundle, load_bundle, read_metrics_csv, save_bundle
 from playground.errors import NotFoundError, PlaygroundError
-from playground.models.registry import build_model, get_family
+from playground.families import build_model, get_family
 
 
 def _tiny_gpt():

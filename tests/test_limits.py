@@ -7,21 +7,23 @@ import time
 import pytest
 
 from playground import limits
-from playground.analysis.experiments_run import ExperimentOptions
+from playground.analysis.experiments.runner import ExperimentOptions
 from playground.errors import ConfigError, TooBigError
 from playground.generation.api import GenerateRequest, check_request_sizes
 from playground.models.gpt import GPTConfig
-from playground.models.registry import build_model
+from playground.families import build_model
 from playground.models.rnn_seq2seq import RNNSeq2SeqConfig
 from playground.models.transformer_seq2seq import TransformerSeq2SeqConfig
 from playground.models.vit import ViTConfig
 from playground.settings import DEMO_CAPS, FULL_CAPS
-from playground.training.config import TrainConfig, resolve_run
+from playground.training.config import TrainConfig
+from playground.training.spec import resolve_run
 
 CONFIGS = [
     ("gpt", GPTConfig()),
     ("gpt", GPTConfig(pos_encoding="rope", ffn="swiglu", norm="rmsnorm", bias=False, d_ff=100)),
     ("gpt", GPTConfig(norm_placement="post", pos_encoding="sinusoidal", vocab_size=65)),
+    ("gpt", GPTConfig(tie_embeddings=False, qk_norm=True, ffn="relu2", vocab_size=65)),  # its own lm_head
     ("vit", ViTConfig()),
     ("vit", ViTConfig(pool="mean", pos_encoding="none", bias=False, image_size=8, patch_size=2, channels=1)),
     ("rnn_seq2seq", RNNSeq2SeqConfig()),
@@ -44,7 +46,7 @@ def test_parameter_estimate_matches_the_built_model(family, config) -> None:
                                     "seq2seq-dates-bahdanau", "seq2seq-dates-luong-general",
                                     "seq2seq-dates-transformer", "seq2seq-toytranslation-noattn"])
 def test_parameter_estimate_matches_every_preset(preset) -> None:
-    from playground.models.registry import get_family
+    from playground.families import get_family
 
     spec = resolve_run(preset)
     values = dict(spec.preset.model)
@@ -136,7 +138,7 @@ def test_experiment_caps(caps, key, field) -> None:
 
 
 def test_experiment_refuses_a_billion_permutations_before_drawing_examples() -> None:
-    from playground.analysis.experiments_run import iter_experiment
+    from playground.analysis.experiments.runner import iter_experiment
 
     with pytest.raises(TooBigError, match="n_perm"):
         next(iter_experiment("permutation", object(), ExperimentOptions(n_perm=10**9)))

@@ -263,7 +263,7 @@ def test_owners_can_unshare_and_shares_are_capped(tmp_path):
 
 def test_experiments_on_a_library_bundle_never_open_its_recorded_path(tmp_path):
     """An instructor trained a bundle from a CLI path; a user's experiment must not read that file."""
-    from playground.analysis.experiments_data import prepare_data
+    from playground.analysis.experiments.data import prepare_data
     from playground.bundle import load_bundle
     from playground.config import Preset
     from playground.training.engine import run_training

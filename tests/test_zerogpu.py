@@ -51,7 +51,7 @@ def test_bad_duration_is_refused():
 
 def test_heavy_entry_points_are_decorated_and_unchanged_without_spaces():
     """Off ZeroGPU the decorated entry points are the plain functions (generators stay generators)."""
-    from playground.analysis.per_input import analyze_checkpoint
+    from playground.analysis.explain.per_input import analyze_checkpoint
     from playground.training.engine import train
     from playground.ui.experiments_view import run_experiment
 

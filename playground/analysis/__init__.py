@@ -1,23 +1,10 @@
-"""Per-input analysis: attention views, captum attributions, their agreement.
+"""Does attention explain a prediction? The analyzer's three layers.
 
-Layers (each usable on its own; see /work/notes/ANALYSIS_API.md):
-
-- :mod:`query` — :class:`Query`, a batch of inputs with positions and targets (the one object
-  every method takes).
-- :mod:`attention_methods` — attention, rollout, flow, norm-weighted, relevancy (from a
-  :func:`record`-ed forward).
-- :mod:`attributions` — saliency, input x gradient, integrated gradients, leave-one-out,
-  DeepLift (captum).
-- :mod:`propagation` — the pure rollout / flow / relevancy math.
-- :mod:`agreement` — Kendall tau-b, Spearman, top-k Jaccard, JSD and the pair table.
-- :mod:`pointing` — pointing game (vit-shapes masks) and seq2seq alignment accuracy.
-- :mod:`interventions` — Jain & Wallace permutation of the explaining row.
-- :mod:`inputs` — from a checkpoint and raw input to a prepared query.
-- :mod:`per_input` — everything at once for the Analyze tab and the CLI.
+- :mod:`.query` — :class:`~playground.analysis.query.Query`, a batch of inputs with the
+  positions and targets to explain: the one object every method takes.
+- :mod:`.inputs` — from a checkpoint and a raw input (text, image, source sentence) to a query.
+- :mod:`.divergences` — total variation and Jensen–Shannon distances.
+- :mod:`.explain` — one input at a time: attention views, captum attributions, agreement.
+- :mod:`.experiments` — a held-out set at a time: the Jain & Wallace, Wiegreffe & Pinter and
+  erasure experiments.
 """
-from playground.analysis.agreement import Agreement, agreement, agreement_table, jsd, kendall_tau, spearman_rho, \
-    topk_jaccard, tvd
-from playground.analysis.query import Query
-
-__all__ = ["Agreement", "Query", "agreement", "agreement_table", "jsd", "kendall_tau", "spearman_rho",
-           "topk_jaccard", "tvd"]

@@ -22,7 +22,9 @@ import torch
 from torch import Tensor
 
 from playground.analysis.query import Query
+from playground.data.examples import AnalysisExample
 from playground.errors import DataError, PlaygroundError
+from playground.families import get_family
 
 PAD_TOKENS = ("<pad>", "[PAD]", "<|pad|>", "<PAD>")
 UNK_TOKENS = ("<unk>", "[UNK]", "<|unk|>", "<UNK>")
@@ -190,13 +192,14 @@ def prepare_lm(model: torch.nn.Module, tokenizer: Any, text: str, position: int 
     special = [i in specials for i in window]
     base = baseline_id(tokenizer, "pad")
     baselines = torch.tensor([[i if s else base for i, s in zip(window, special)]], dtype=torch.long, device=device)
-    query = Query(model, "lm", ids_t, torch.tensor([target_id], device=device), model.tok_emb,
+    spec = get_family(family)
+    query = Query(model, spec.explainer, ids_t, torch.tensor([target_id], device=device), spec.input_embedding(model),
                   positions=torch.tensor([pos_in], device=device), baselines=baselines,
                   units_mask=torch.tensor([[not s and i <= pos_in for i, s in enumerate(special)]], device=device),
                   pad_id=base)
     units = [token_label(tokenizer, i) for i in window]
     probs = logits.softmax(-1)
-    return Prepared(family, "lm", query, units, special, [f"next after #{pos}"], 0, target_id,
+    return Prepared(family, spec.kind, query, units, special, [f"next after #{pos}"], 0, target_id,
                     token_label(tokenizer, target_id), predicted, token_label(tokenizer, predicted), pos_in, start,
                     info={"target_prob": float(probs[target_id]), "predicted_prob": float(probs[predicted]),
                           "baseline_token": token_label(tokenizer, base), "baseline_id": base, "cropped_left": start,
@@ -267,14 +270,15 @@ def prepare_classifier(model: torch.nn.Module, image: Any, target: int | str | N
     target_id = predicted if target is None or target == "" else class_index(target, class_names, cfg.n_classes)
     rows, cols = model.grid
     name = (lambda i: class_names[i] if class_names and i < len(class_names) else f"class {i}")
-    query = Query(model, "classifier", x, torch.tensor([target_id], device=device), model.patch_emb,
+    spec = get_family(family)
+    query = Query(model, spec.explainer, x, torch.tensor([target_id], device=device), spec.input_embedding(model),
                   baselines=torch.zeros_like(x), grid=(rows, cols), cls_token=cfg.pool == "cls")
     probs = logits.softmax(-1)
     m = None if mask is None else torch.as_tensor(np.asarray(mask), dtype=torch.bool)
     if m is not None and m.shape != (cfg.image_size, cfg.image_size):
         m = torch.nn.functional.interpolate(m[None, None].float(), size=(cfg.image_size, cfg.image_size),
                                             mode="nearest")[0, 0] > 0.5
-    return Prepared(family, "classifier", query, [f"r{r}c{c}" for r in range(rows) for c in range(cols)],
+    return Prepared(family, spec.kind, query, [f"r{r}c{c}" for r in range(rows) for c in range(cols)],
                     [False] * (rows * cols), [name(target_id)], 0, target_id, name(target_id), predicted,
                     name(predicted), image=img, mask=m, true_label=true_label,
                     info={"target_prob": float(probs[target_id]), "predicted_prob": float(probs[predicted]),
@@ -295,7 +299,7 @@ def prepare_seq2seq(model: torch.nn.Module, tokenizer: Any, source: str, step: i
     ``output_ids`` (e.g. a sampled or beam output handed over by the Generate tab) replaces the
     greedy output; rows are those tokens, plus EOS when they do not end with it.
     """
-    from playground.training.adapters import greedy_decode
+    from playground.generation.seq2seq import greedy_decode
 
     cfg = model.config
     src_ids = encode_input(tokenizer, source or "", cfg.vocab_size, what="source sentence")
@@ -324,8 +328,9 @@ def prepare_seq2seq(model: torch.nn.Module, tokenizer: Any, source: str, step: i
     special = [i in specials for i in src_ids]
     base = baseline_id(tokenizer, "unk")  # pad would be masked out (and breaks the RNN's packing)
     baselines = torch.tensor([[i if s else base for i, s in zip(src_ids, special)]], device=device)
-    query = Query(model, "seq2seq", src.expand(T, -1).contiguous(), torch.tensor(targets, device=device),
-                  model.src_emb, positions=torch.arange(T, device=device),
+    spec = get_family(family)
+    query = Query(model, spec.explainer, src.expand(T, -1).contiguous(), torch.tensor(targets, device=device),
+                  spec.input_embedding(model), positions=torch.arange(T, device=device),
                   decoder_inputs=torch.tensor([tgt_in], device=device).expand(T, -1).contiguous(),
                   baselines=baselines.expand(T, -1).contiguous(),
                   units_mask=torch.tensor([[not s for s in special]], device=device).expand(T, -1).contiguous(),
@@ -333,7 +338,7 @@ def prepare_seq2seq(model: torch.nn.Module, tokenizer: Any, source: str, step: i
     with torch.no_grad():
         lp = query.probs()  # [T,V]
     row_labels = [token_label(tokenizer, t) for t in targets]
-    return Prepared(family, "seq2seq", query, [token_label(tokenizer, i) for i in src_ids], special, row_labels,
+    return Prepared(family, spec.kind, query, [token_label(tokenizer, i) for i in src_ids], special, row_labels,
                     sel, targets[sel], row_labels[sel], targets[sel], row_labels[sel],
                     gold_alignment=gold_alignment, source_text=source,
                     info={"output": tokenizer.decode(y, skip_special_tokens=True),
@@ -345,56 +350,13 @@ def prepare_seq2seq(model: torch.nn.Module, tokenizer: Any, source: str, step: i
 # Samples from the checkpoint's own validation data
 
 
-@dataclass
-class Sample:
-    """One validation example: an image (+ mask, label) or a source sentence (+ gold alignment)."""
-
-    label: str
-    image: Tensor | None = None
-    mask: Tensor | None = None
-    true_label: int | None = None
-    source: str | None = None
-    reference: str | None = None
-    alignment: list[tuple[int, int]] | None = None
-
-
-def data_samples(config: dict[str, Any], family: str, n: int = 50) -> list[Sample]:
-    """Up to ``n`` validation examples rebuilt from a bundle's config (same seed, same split as training).
-
-    Works for trainer-written bundles of ViT (digits, shapes) and seq2seq (generated pair
-    sets); returns [] when the data cannot be rebuilt (zip / tsv uploads, other writers).
+def data_samples(config: dict[str, Any], family: str, n: int = 50) -> list[AnalysisExample]:
+    """Up to ``n`` validation examples rebuilt from a bundle's config (same seed, same split as
+    training) by the family's examples; [] when the data cannot be rebuilt (zip / tsv uploads,
+    other writers, a language model: its input is typed text).
     """
-    sections = config.get("sections") or {}
-    data = dict(sections.get("data") or {})
+    data = dict((config.get("sections") or {}).get("data") or {})
     try:
-        from playground.data.splits import split_indices
-
-        if family == "vit":
-            from playground.data.images import load_image_set
-            from playground.training.data import ImageDataConfig
-
-            dc = ImageDataConfig(**data)
-            if dc.dataset == "zip":
-                return []
-            opts: dict[str, Any] = {"image_size": dc.image_size, "classes": list(dc.classes)} if dc.dataset == "shapes" else {}
-            images = load_image_set(dc.dataset, dc.n or None, dc.seed, **opts)
-            _, val = split_indices(images.n, dc.val_fraction, dc.seed)
-            out = []
-            for i in val[:n]:
-                lab = int(images.labels[i])
-                out.append(Sample(f"val #{i}: {images.class_names[lab]}", images.images[i],
-                                  None if images.masks is None else images.masks[i], lab))
-            return out
-        if family.endswith("seq2seq"):
-            from playground.training.data import PairDataConfig, load_pairs
-
-            pc = PairDataConfig(**data)
-            if pc.pairs == "tsv":
-                return []
-            pairs = load_pairs(pc)
-            _, val = split_indices(len(pairs), pc.val_fraction, pc.seed)
-            return [Sample(f"val #{i}: {pairs[i].src}", source=pairs[i].src, reference=pairs[i].tgt,
-                           alignment=pairs[i].alignment) for i in val[:n]]
+        return get_family(family).examples.for_analysis(data, n)
     except (TypeError, ValueError, KeyError, ImportError, PlaygroundError):
         return []
-    return []

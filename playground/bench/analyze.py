@@ -57,12 +57,14 @@ def _best(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
 
 def ours(model: torch.nn.Module, ids: torch.Tensor, target: int, steps: int, repeats: int) -> dict[str, Any]:
     """Time each of our methods; returns seconds per method plus the IG and LOO vectors."""
-    from playground.analysis import attention_methods as am
-    from playground.analysis import attributions as at
+    from playground.analysis.explain import attention as am
+    from playground.analysis.explain import attributions as at
     from playground.analysis.query import Query
+    from playground.families import get_family
 
+    gpt = get_family("gpt")
     T = ids.shape[1]
-    q = Query(model, "lm", ids, torch.tensor([target], device=ids.device), model.tok_emb,
+    q = Query(model, gpt.explainer, ids, torch.tensor([target], device=ids.device), gpt.input_embedding(model),
               positions=torch.tensor([T - 1], device=ids.device), baselines=torch.full_like(ids, BASELINE_ID),
               pad_id=BASELINE_ID)
     times: dict[str, float] = {}

@@ -21,6 +21,13 @@ both run. Once one is there the other runs on alone under whatever load the mach
 the bench also prints a same-load estimate: the peer's steps to the threshold at the time per
 step it took in the rounds both ran.
 
+`--recipe gpu` races nanoGPT's Shakespeare-char GPU recipe instead (6 layers, 6 heads, d 384,
+context 256, batch 64, dropout 0.2, 5000 iterations, bf16 autocast, fused AdamW, torch.compile,
+nanoGPT's own evaluation of 200 batches every 250 steps; its README: val 1.4697 in about 3
+minutes on an A100) against `nanogpt-shakespeare-char` on the GPU, to val <= 1.47. On a GPU both
+are timed to a device sync; the wall time including evaluations and compilation is printed too,
+and each contender's model FLOPs utilisation (playground.training.flops).
+
 Several presets can race one nanoGPT run (`--preset A --preset B`). A preset on another
 tokenizer (e.g. `nanogpt-bpe`) is compared per character: its loss per
 token on its own validation windows divided by the validation split's characters per token is
@@ -42,7 +49,15 @@ from typing import Any, Callable
 THRESHOLD = 1.88
 RECIPE = {"n_layer": 4, "n_head": 4, "n_embd": 128, "block_size": 64, "batch_size": 12, "lr": 1e-3,
           "min_lr": 1e-4, "warmup": 100, "max_iters": 2000, "betas": (0.9, 0.99), "weight_decay": 0.1,
-          "grad_clip": 1.0, "seed": 1337}
+          "grad_clip": 1.0, "seed": 1337, "dropout": 0.0, "compile": False, "log_interval": 1,
+          "threshold": THRESHOLD, "eval_interval": 100, "eval_iters": 20, "preset": "nanogpt-cpu-fast",
+          "name": "nanoGPT CPU recipe", "device": "cpu"}
+# config/train_shakespeare_char.py on a GPU: train.py's defaults (bf16, compile, fused AdamW, bias off)
+GPU_RECIPE = {**RECIPE, "n_layer": 6, "n_head": 6, "n_embd": 384, "block_size": 256, "batch_size": 64,
+              "max_iters": 5000, "dropout": 0.2, "compile": True, "log_interval": 10, "threshold": 1.47,
+              "eval_interval": 250, "eval_iters": 200, "preset": "nanogpt-shakespeare-char",
+              "name": "nanoGPT GPU recipe", "device": "cuda"}
+RECIPES = {"cpu": RECIPE, "gpu": GPU_RECIPE}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -51,10 +66,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--preset", dest="presets", action="append", default=None, metavar="PRESET",
                         help="ours (default nanogpt-cpu-fast); repeat to race several against one nanoGPT run, "
                              "e.g. --preset nanogpt-cpu-fast --preset nanogpt-bpe")
-    parser.add_argument("--threshold", type=float, default=THRESHOLD,
-                        help="val loss to reach, nats per character (default 1.88); 0 = just run --max-steps")
-    parser.add_argument("--eval-interval", type=int, default=100, help="steps between evaluations (default 100)")
-    parser.add_argument("--eval-iters", type=int, default=20, help="fixed validation batches (default 20)")
+    parser.add_argument("--recipe", choices=sorted(RECIPES), default="cpu",
+                        help="cpu: nanoGPT's CPU recipe vs nanogpt-cpu-fast to 1.88 (default); gpu: its "
+                             "Shakespeare-char GPU recipe vs nanogpt-shakespeare-char to 1.47, on CUDA")
+    parser.add_argument("--threshold", type=float, default=None,
+                        help="val loss to reach, nats per character (default: the recipe's, 1.88 or 1.47); "
+                             "0 = just run --max-steps")
+    parser.add_argument("--eval-interval", type=int, default=None,
+                        help="steps between evaluations (default: the recipe's, 100 or 250)")
+    parser.add_argument("--eval-iters", type=int, default=None,
+                        help="fixed validation batches (default: the recipe's, 20 or 200)")
+    parser.add_argument("--no-compile", action="store_true", help="gpu recipe: no torch.compile for the peer")
+    parser.add_argument("--device", default=None, choices=("cpu", "cuda"),
+                        help="where both train (default: the recipe's, cpu or cuda)")
     parser.add_argument("--max-steps", type=int, default=0,
                         help="stop each contender after this many steps (default: the preset's max_steps, and for "
                              "nanoGPT 3000: past its 2000 iterations at min_lr, as its get_lr does, if not there yet)")
@@ -201,9 +225,8 @@ def nanogpt_classes(path: str | None = None):
     return module.GPT, module.GPTConfig
 
 
-def recipe_lr(it: int) -> float:
-    """nanoGPT train.py's get_lr with the CPU recipe's numbers."""
-    r = RECIPE
+def recipe_lr(it: int, r: dict[str, Any] = RECIPE) -> float:
+    """nanoGPT train.py's get_lr with a recipe's numbers (default: the CPU recipe's)."""
     if it < r["warmup"]:
         return r["lr"] * (it + 1) / (r["warmup"] + 1)
     if it > r["max_iters"]:
@@ -224,24 +247,40 @@ class Contender:
     train_steps: Callable[[int], int]  # run up to n steps; returns steps actually run
     evaluate: Callable[[], float]  # val loss, nats per character
     close: Callable[[], None] = lambda: None
+    tokens_per_step: int = 0
+    flops_per_token: int = 0  # PaLM's 6 N + 12 L d T, for MFU
     step: int = 0
-    seconds: float = 0.0
-    reached: tuple[int, float, float] | None = None  # (step, seconds, val)
+    seconds: float = 0.0  # training steps only
+    wall: float = 0.0  # training, evaluations and compilation
+    reached: tuple[int, float, float, float] | None = None  # (step, seconds, val, wall)
     curve: list[tuple[int, float, float]] = field(default_factory=list)
     done: bool = False
     peer_when_done: tuple[int, float] | None = None  # the peer's (steps, seconds) when this one finished
 
 
-def make_peer(prep: Any, windows: list, args: argparse.Namespace) -> Contender:
+def _sync(device: str) -> None:
+    """Wait for the device's queued work (a GPU's clock stops only when its work is done)."""
     import torch
 
-    r = RECIPE
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def make_peer(prep: Any, windows: list, args: argparse.Namespace, r: dict[str, Any]) -> Contender:
+    import torch
+
+    from playground.training.device import device_caps
+
+    device = args.device
     GPT, GPTConfig = nanogpt_classes(args.nanogpt)
     torch.manual_seed(r["seed"])
     conf = GPTConfig(block_size=r["block_size"], vocab_size=prep.model_config.vocab_size, n_layer=r["n_layer"],
-                     n_head=r["n_head"], n_embd=r["n_embd"], dropout=0.0, bias=False)
-    model = GPT(conf).train()
-    opt = model.configure_optimizers(r["weight_decay"], r["lr"], r["betas"], "cpu")
+                     n_head=r["n_head"], n_embd=r["n_embd"], dropout=r["dropout"], bias=False)
+    model = GPT(conf).train().to(device)
+    caps = device_caps(device)  # nanoGPT on CUDA: bf16 autocast where supported, TF32 on, fused AdamW
+    caps.apply_backend_flags()
+    opt = model.configure_optimizers(r["weight_decay"], r["lr"], r["betas"], caps.device_type)
+    compiled = torch.compile(model) if r["compile"] and not args.no_compile and caps.device_type == "cuda" else model
     train_ids = prep.payload.train
     g = torch.Generator().manual_seed(r["seed"])
     T, B = r["block_size"], r["batch_size"]
@@ -252,47 +291,54 @@ def make_peer(prep: Any, windows: list, args: argparse.Namespace) -> Contender:
         ix = torch.randint(len(train_ids) - T, (B,), generator=g)
         x = torch.stack([train_ids[i:i + T] for i in ix])
         y = torch.stack([train_ids[i + 1:i + 1 + T] for i in ix])
-        return x, y
+        return caps.to_device(x), caps.to_device(y)
 
     def train_steps(n: int) -> int:
         done = 0
         X, Y = state["batch"] or get_batch()
         while done < n and state["it"] < max_steps:
-            lr = recipe_lr(state["it"])
+            lr = recipe_lr(state["it"], r)
             for group in opt.param_groups:
                 group["lr"] = lr
-            _, loss = model(X, Y)
+            with caps.autocast():
+                _, loss = compiled(X, Y)
             X, Y = get_batch()  # nanoGPT fetches the next batch while the device works
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), r["grad_clip"])
             opt.step()
             opt.zero_grad(set_to_none=True)
-            if not math.isfinite(loss.item()):  # log_interval=1: nanoGPT reads the loss every step
+            if state["it"] % r["log_interval"] == 0 and not math.isfinite(loss.item()):  # nanoGPT's read-back
                 raise RuntimeError("nanoGPT recipe: loss is not finite")
             state["it"] += 1
             done += 1
         state["batch"] = (X, Y)
+        _sync(device)
         return done
 
     def evaluate() -> float:
         model.eval()
-        with torch.no_grad():
-            losses = [model(x, y)[1].item() for x, y in windows]
+        with torch.no_grad(), caps.autocast():
+            losses = [model(x.to(device), y.to(device))[1].item() for x, y in windows]
         model.train()
         return sum(losses) / len(losses)
 
-    label = "nanoGPT CPU recipe" + (f" ({args.nanogpt}/model.py)" if args.nanogpt else " (re-implemented)")
-    return Contender(label, "nanoGPT CPU recipe", max_steps, train_steps, evaluate)
+    n_matmul = sum(p.numel() for p in model.parameters()) - model.transformer.wpe.weight.numel()
+    flops = 6 * n_matmul + 12 * r["n_layer"] * r["n_embd"] * T
+    label = r["name"] + (f" ({args.nanogpt}/model.py)" if args.nanogpt else " (re-implemented)")
+    label += f", {caps.describe()}" + (", torch.compile" if compiled is not model else "")
+    return Contender(label, r["name"], max_steps, train_steps, evaluate, tokens_per_step=B * T, flops_per_token=flops)
 
 
-def make_ours(args: argparse.Namespace, preset_name: str, peer_prep: Any, peer_windows: list) -> Contender:
+def make_ours(args: argparse.Namespace, preset_name: str, peer_prep: Any, peer_windows: list,
+              r: dict[str, Any]) -> Contender:
     import torch
     import torch.nn.functional as F
 
     from playground.config import load_preset, parse_overrides
+    from playground.families import get_family
     from playground.settings import DEFAULT_WORKSPACE
-    from playground.training.config import resolve_run
     from playground.training.engine import DistInfo, _loop, _setup
+    from playground.training.spec import resolve_run
     from playground.workspace import Workspace
 
     preset = load_preset(preset_name)
@@ -309,7 +355,7 @@ def make_ours(args: argparse.Namespace, preset_name: str, peer_prep: Any, peer_w
         shipped = Workspace(DEFAULT_WORKSPACE)
         if shipped.exists("tokenizers", tok):
             shutil.copytree(shipped.path("tokenizers", tok), workspace.path("tokenizers", tok))
-    run, _ = _setup(preset, workspace, "bench-quality", overrides, "cpu", False, None, DistInfo())
+    run, _ = _setup(preset, workspace, "bench-quality", overrides, args.device, False, None, DistInfo())
     gen = _loop(run, [], None)
     next(gen)  # "start"
     prep = run.prep
@@ -318,7 +364,7 @@ def make_ours(args: argparse.Namespace, preset_name: str, peer_prep: Any, peer_w
     if same:
         windows, per_char = peer_windows, 1.0
     else:  # its own fixed windows, loss converted to nats per character
-        windows = fixed_windows(prep.payload, args.eval_iters, RECIPE["batch_size"], RECIPE["block_size"])
+        windows = fixed_windows(prep.payload, args.eval_iters, r["batch_size"], r["block_size"])
         chars = len(prep.tokenizer.decode(val.tolist(), skip_special_tokens=False))
         per_char = len(val) / chars  # tokens per character
     state = {"step": 0, "over": False}
@@ -332,13 +378,15 @@ def make_ours(args: argparse.Namespace, preset_name: str, peer_prep: Any, peer_w
                 state["step"] = ev.step
             if ev.kind in ("done", "stopped"):
                 break
+        _sync(args.device)
         return state["step"] - start
 
     def evaluate() -> float:
         model = run.model
         model.eval()
-        with torch.no_grad():
-            losses = [F.cross_entropy(model(x).flatten(0, 1), y.flatten()).item() for x, y in windows]
+        with torch.no_grad(), run.caps.autocast():
+            losses = [F.cross_entropy(model(x.to(args.device)).flatten(0, 1).float(), y.to(args.device).flatten()).item()
+                      for x, y in windows]
         model.train()
         return sum(losses) / len(losses) * per_char
 
@@ -350,8 +398,10 @@ def make_ours(args: argparse.Namespace, preset_name: str, peer_prep: Any, peer_w
     cfg = run.spec.train
     unit = "" if same else f"; per character: loss per token x {per_char:.3f} tokens/char"
     label = (f"ours ({preset_name}: {mc.n_layer}L {mc.n_head}H d{mc.d_model} ctx {mc.block_size}, "
-             f"batch {cfg.batch_size}, {cfg.optimizer}{unit})")
-    return Contender(label, f"ours {preset_name}", max_steps, train_steps, evaluate, close)
+             f"batch {cfg.batch_size}, {cfg.optimizer}, {run.caps.describe()}{unit})")
+    flops = get_family(spec.family).sizes.train_flops_per_unit(mc) or 0
+    return Contender(label, f"ours {preset_name}", max_steps, train_steps, evaluate, close,
+                     tokens_per_step=cfg.batch_size * cfg.grad_accum * mc.block_size, flops_per_token=flops)
 
 
 def fixed_windows(payload: Any, n_batches: int, batch_size: int, block: int) -> list:
@@ -369,29 +419,51 @@ def fixed_windows(payload: Any, n_batches: int, batch_size: int, block: int) -> 
     return out
 
 
+def _mfu_text(c: Contender, peak: float | None) -> str:
+    """Model FLOPs utilisation over the contender's fastest round of steps (compilation excluded)."""
+    from playground.training.flops import mfu
+
+    rounds = [(s1 - s0, t1 - t0) for (s0, t0, _), (s1, t1, _) in zip([(0, 0.0, 0.0), *c.curve], c.curve)]
+    rates = [steps * c.tokens_per_step / secs for steps, secs in rounds if steps and secs > 0]
+    value = mfu(max(rates, default=None), c.flops_per_token, peak)
+    return f", MFU {100 * value:.1f}%" if value is not None else ""
+
+
 def run(args: argparse.Namespace) -> int:
     import torch
 
     from playground.config import load_preset
-    from playground.training.adapters import get_adapter
-    from playground.training.config import resolve_run
+    from playground.families import get_family
+    from playground.training.flops import device_peak
+    from playground.training.device import device_caps
+    from playground.training.spec import resolve_run
 
+    r = RECIPES[args.recipe]
+    args.device = getattr(args, "device", None) or r["device"]
+    for key in ("threshold", "eval_interval", "eval_iters"):
+        if getattr(args, key) is None:
+            setattr(args, key, r[key])
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        raise SystemExit("bench quality --recipe gpu needs a CUDA GPU; none is visible here")
     if args.threads:
         torch.set_num_threads(args.threads)
-    # the character data and validation windows of nanoGPT's recipe (= nanogpt-cpu-tiny's)
+    # the character data of nanoGPT's recipes (= nanogpt-cpu-tiny's: Tiny Shakespeare, last 10% held out)
     spec = resolve_run(load_preset("nanogpt-cpu-tiny"), {"data.corpus": "tinyshakespeare", "data.tokenizer": "char"})
-    prep = get_adapter("gpt").prepare(spec.data, spec.preset.model, None)
-    windows = fixed_windows(prep.payload, args.eval_iters, RECIPE["batch_size"], RECIPE["block_size"])
+    prep = get_family(spec.family).adapter.prepare(spec.data, spec.preset.model, None)
+    windows = fixed_windows(prep.payload, args.eval_iters, r["batch_size"], r["block_size"])
+    caps = device_caps(args.device)
+    peak = device_peak(caps.device, caps.autocast_dtype, caps.tf32)
+    where = (torch.cuda.get_device_name() if args.device.startswith("cuda") else f"{torch.get_num_threads()} threads")
     print(f"Tiny Shakespeare, {prep.info['chars']:,} characters, vocab {prep.model_config.vocab_size}; "
-          f"val loss on {args.eval_iters} fixed batches of 12 x 64 characters every {args.eval_interval} steps; "
-          f"threshold {args.threshold}; torch {torch.__version__}, {torch.get_num_threads()} threads")
+          f"val loss on {args.eval_iters} fixed batches of {r['batch_size']} x {r['block_size']} characters every "
+          f"{args.eval_interval} steps; threshold {args.threshold}; torch {torch.__version__}, {where}")
 
     contenders: list[Contender] = []
     if args.only in ("both", "peer"):
-        contenders.append(make_peer(prep, windows, args))
+        contenders.append(make_peer(prep, windows, args, r))
     if args.only in ("both", "ours"):
-        for name in args.presets or ["nanogpt-cpu-fast"]:
-            contenders.append(make_ours(args, name, prep, windows))
+        for name in args.presets or [r["preset"]]:
+            contenders.append(make_ours(args, name, prep, windows, r))
     try:
         rnd = 0
         while not all(c.done for c in contenders):
@@ -399,15 +471,16 @@ def run(args: argparse.Namespace) -> int:
             for c in order:
                 if c.done:
                     continue
-                t0 = time.perf_counter()
+                w0 = t0 = time.perf_counter()
                 n = c.train_steps(args.eval_interval)
                 c.seconds += time.perf_counter() - t0
                 c.step += n
                 val = c.evaluate()
+                c.wall += time.perf_counter() - w0
                 c.curve.append((c.step, c.seconds, val))
                 print(f"  {c.short:<24} step {c.step:5d}  {c.seconds:7.1f} s  val {val:.4f}", flush=True)
                 if args.threshold and val <= args.threshold and c.reached is None:
-                    c.reached = (c.step, c.seconds, val)
+                    c.reached = (c.step, c.seconds, val, c.wall)
                     c.done = True
                 if n == 0 or c.step >= c.max_steps:
                     c.done = True
@@ -422,21 +495,21 @@ def run(args: argparse.Namespace) -> int:
     for c in contenders:
         ms = 1000 * c.seconds / max(1, c.step)
         if c.reached:
-            step, seconds, val = c.reached
-            print(f"{c.label}\n    val {val:.4f} <= {args.threshold} at step {step} after {seconds:.1f} s "
-                  f"({ms:.1f} ms/step)")
+            step, seconds, val, wall = c.reached
+            print(f"{c.label}\n    val {val:.4f} <= {args.threshold} at step {step} after {seconds:.1f} s of training "
+                  f"({wall:.1f} s with evaluations; {ms:.1f} ms/step{_mfu_text(c, peak)})")
         else:
             last = c.curve[-1] if c.curve else (0, 0.0, float("nan"))
             print(f"{c.label}\n    did not reach {args.threshold}: val {last[2]:.4f} at step {last[0]} after "
-                  f"{last[1]:.1f} s ({ms:.1f} ms/step)")
+                  f"{last[1]:.1f} s ({ms:.1f} ms/step{_mfu_text(c, peak)})")
     peer = contenders[0] if args.only == "both" else None
     for ours in contenders[1:] if peer else []:
         if not ours.reached:
             continue
         print(f"{ours.short}: ", end="")
         if peer.reached:
-            note = "" if peer.reached[0] <= RECIPE["max_iters"] else (
-                f"; nanoGPT got there after its {RECIPE['max_iters']} scheduled iterations, at min_lr")
+            note = "" if peer.reached[0] <= r["max_iters"] else (
+                f"; nanoGPT got there after its {r['max_iters']} scheduled iterations, at min_lr")
             print(f"ratio ours/nanoGPT wall time to val <= {args.threshold}: {ours.reached[1] / peer.reached[1]:.2f}x "
                   f"({ours.reached[1]:.1f} s vs {peer.reached[1]:.1f} s; evaluation not timed{note})")
             steps, seconds = ours.peer_when_done or (0, 0.0)

@@ -6,7 +6,9 @@ the same corpus. Ours is the real engine (`playground.training.engine.train`, it
 as it reports it, evaluation excluded); the peer is a plain loop around `GPT2LMHeadModel` of the
 same size (tied embeddings, gelu_new, learned positions, SDPA attention) with the same loss.
 The two are interleaved in rounds, so a busy machine slows both alike; tokens/s of each and the
-ratio are printed.
+ratio are printed. `--device cuda` runs both on the GPU with the engine's CUDA switches (bf16
+autocast, TF32, fused AdamW; both read the loss back every step), e.g. `--device cuda --preset
+nanogpt-shakespeare-char --set model.dropout=0` (the peer has no dropout).
 """
 from __future__ import annotations
 
@@ -26,6 +28,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--warmup", type=int, default=10, help="unmeasured steps of each first")
     parser.add_argument("--rounds", type=int, default=6, help="interleaved rounds the steps are split into")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                        help="cuda: both train with the engine's CUDA switches (bf16 autocast where the preset's "
+                             "precision allows, TF32, fused AdamW, SDPA); default cpu")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="preset override for every contender, e.g. model.ffn=gelu (repeatable)")
     parser.set_defaults(func=run)
@@ -54,11 +59,11 @@ def run(args: argparse.Namespace) -> int:
     import torch.nn.functional as F
 
     from playground.config import load_preset, parse_overrides
-    from playground.training.adapters import get_adapter
-    from playground.training.config import resolve_run
+    from playground.families import get_family
     from playground.training.device import device_caps
     from playground.training.engine import make_optimizer, train
     from playground.training.schedules import make_scheduler
+    from playground.training.spec import resolve_run
     from playground.workspace import Workspace
 
     if args.threads:
@@ -70,17 +75,19 @@ def run(args: argparse.Namespace) -> int:
     preset = load_preset(args.preset)
     spec = resolve_run(preset, overrides)
     cfg = spec.train
-    adapter = get_adapter("gpt")
+    adapter = get_family(spec.family).adapter
     prep = adapter.prepare(spec.data, spec.preset.model, None)
     mc = prep.model_config
-    caps = device_caps("cpu")
+    caps = device_caps(args.device, cfg.precision)
+    caps.apply_backend_flags()
     print(f"config {args.preset}: {mc.n_layer} layers, {mc.n_head} heads, d {mc.d_model}, context {mc.block_size}, "
           f"batch {cfg.batch_size}, vocab {mc.vocab_size}, ffn {mc.ffn}; optimizer {cfg.optimizer} "
-          f"{caps.optimizer_kwargs(cfg.optimizer) or ''}; torch {torch.__version__}, {torch.get_num_threads()} threads")
+          f"{caps.optimizer_kwargs(cfg.optimizer) or ''}; {caps.describe()}; torch {torch.__version__}, "
+          f"{torch.get_num_threads()} threads")
 
     # ours: the engine itself, stepped in rounds
     workspace = Workspace(tempfile.mkdtemp(prefix="playground-bench-"))
-    engine = train(preset, workspace, "bench", overrides=overrides, device="cpu")
+    engine = train(preset, workspace, "bench", overrides=overrides, device=args.device)
     next(engine)  # start
 
     # peers: GPT2LMHeadModel, same optimizer groups / schedule / clipping, same batches and loss
@@ -91,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     peers = {}  # label -> (model, optimizer, scheduler, measured step times)
     for label, activation in activations.items():
         torch.manual_seed(cfg.seed)
-        model = hf_model(mc, activation).train()
+        model = hf_model(mc, activation).train().to(caps.device)
         opt = make_optimizer(model, cfg, caps)
         peers[label] = (model, opt, make_scheduler(opt, cfg), [])
     tokens_per_step = cfg.batch_size * mc.block_size
@@ -99,15 +106,17 @@ def run(args: argparse.Namespace) -> int:
     def peer_step(label: str, step: int) -> float:
         model, opt, sched, _ = peers[label]
         t0 = time.perf_counter()
-        batch = adapter.batch(prep, cfg.seed, step, 0, cfg.batch_size, cfg.batch_size)
-        logits = model(input_ids=batch["x"]).logits  # [B,T,V]
-        loss = F.cross_entropy(logits.flatten(0, 1), batch["y"].flatten())
+        batch = {k: caps.to_device(v) for k, v in adapter.batch(prep, cfg.seed, step, 0, cfg.batch_size,
+                                                                   cfg.batch_size).items()}
+        with caps.autocast():
+            logits = model(input_ids=batch["x"]).logits  # [B,T,V]
+            loss = F.cross_entropy(logits.flatten(0, 1), batch["y"].flatten())
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         opt.step()
         sched.step()
         opt.zero_grad(set_to_none=True)
-        if not math.isfinite(loss.item()):
+        if not math.isfinite(loss.item()):  # a read-back every step, like ours at log_interval 1 (a sync on CUDA)
             raise RuntimeError("peer loss is not finite")
         return time.perf_counter() - t0
 

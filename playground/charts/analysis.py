@@ -1,6 +1,6 @@
 """Altair charts for the Analyze tab: DataFrame in, Chart out (pure).
 
-Frames come from ``playground.analysis.per_input.InputAnalysis.to_frame()`` (long: method,
+Frames come from ``playground.analysis.explain.per_input.InputAnalysis.to_frame()`` (long: method,
 row, row_label, unit, unit_label, special, value) and :func:`head_frame`. Values are shown
 normalised per method (and per output row) by the largest |value| over the real units, so
 methods on different scales share one colour scale: signed methods run from -1 (blue) to +1

@@ -256,7 +256,7 @@ def experiment_chart(result: Any) -> Any:
     kind = result.experiment
     frame = result.to_frame()
     if kind == "agreement":
-        from playground.analysis.experiments_jw import jw_reference_frame
+        from playground.analysis.experiments.jain_wallace import jw_reference_frame
 
         return agreement_chart(frame, jw_reference_frame())
     if kind == "permutation":

@@ -14,12 +14,7 @@ def workspace_from(args: argparse.Namespace) -> Workspace:
 
 
 def register_modules(subparsers: argparse._SubParsersAction, package: str, names: tuple[str, ...]) -> None:
-    """Call `register(subparsers)` of `package.<name>` for each name whose module exists."""
+    """Call `register(subparsers)` of `package.<name>` for each name (imported by name so a
+    subcommand's own imports load only when the CLI starts, not with the app)."""
     for name in names:
-        try:
-            module = importlib.import_module(f"{package}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{package}.{name}":
-                raise
-            continue
-        module.register(subparsers)
+        importlib.import_module(f"{package}.{name}").register(subparsers)

@@ -6,22 +6,23 @@ Explains one prediction with several importance methods and prints their agreeme
         --methods attention,rollout,flow,ig,saliency,ixg,loo --out result.json
 
 Reserved first words: ``analyze experiment ...`` is routed to the dataset-level experiments
-(module ``playground.cli.analyze_experiment`` with ``configure(parser)``, written by the
-experiments issue). A checkpoint literally named like a reserved word is given by its path.
+(:mod:`playground.cli.analyze_experiment`, whose ``configure(parser)`` adds its arguments).
+A checkpoint literally named like a reserved word is given by its path.
 """
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
+from playground.cli import analyze_experiment
 from playground.errors import PlaygroundError
 
 # reserved first word -> module with `configure(parser: argparse.ArgumentParser) -> None`
 # (adds its arguments and `parser.set_defaults(func=...)`)
-EXTENSIONS = {"experiment": "playground.cli.analyze_experiment"}
+EXTENSIONS: dict[str, ModuleType] = {"experiment": analyze_experiment}
 
 
 class _AnalyzeParser(argparse.ArgumentParser):
@@ -37,25 +38,14 @@ class _AnalyzeParser(argparse.ArgumentParser):
         return super().parse_known_args(args, namespace)
 
 
-def _extension_parser(word: str, module_name: str) -> argparse.ArgumentParser:
+def _extension_parser(word: str, module: ModuleType) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"python -m playground analyze {word}")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name != module_name:
-            raise
-
-        def missing(args: argparse.Namespace) -> int:
-            raise PlaygroundError(f"`analyze {word}` is not available in this version.")
-
-        parser.set_defaults(func=missing)
-        return parser
     module.configure(parser)
     return parser
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from playground.analysis.per_input import DEFAULT_METHODS, METHODS
+    from playground.analysis.explain.per_input import DEFAULT_METHODS, METHODS
 
     parser = subparsers.add_parser(
         "analyze", help="explain one prediction: attention vs gradients vs leave-one-out",
@@ -115,11 +105,9 @@ def format_report(result: Any) -> str:
     import pandas as pd
 
     p = result.prepared
-    lines = [f"{p.family} · target {p.target_label!r} (id {p.target_id}) · predicted {p.predicted_label!r}"]
-    if p.kind == "lm":
-        lines[0] += f" · query position {p.position + p.offset}"
-    if p.kind == "seq2seq":
-        lines.append(f"output: {p.info.get('output', '')!r} · explaining output step {p.selected} ({p.rows[p.selected]!r})")
+    suffix, extra = p.query.explainer.report_lines(p)
+    lines = [f"{p.family} · target {p.target_label!r} (id {p.target_id}) · predicted {p.predicted_label!r}{suffix}",
+             *extra]
     if "target_prob" in p.info:
         lines.append(f"p(target) = {p.info['target_prob']:.4f}")
     table = pd.DataFrame({m: result.row(m) for m in result.importances})
@@ -164,7 +152,7 @@ def write_output(result: Any, out: str | Path) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from playground.analysis.per_input import AnalysisOptions, InputSpec, analyze_checkpoint
+    from playground.analysis.explain.per_input import AnalysisOptions, InputSpec, analyze_checkpoint
     from playground.bundle import load_bundle
     from playground.cli import workspace_from
     from playground.settings import resolve_device

@@ -27,7 +27,7 @@ ACTIONS = ("retrain-uniform", "bench")
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the experiment arguments to ``parser`` (the `analyze experiment` parser)."""
-    from playground.analysis.experiments_run import EXPERIMENTS
+    from playground.analysis.experiments.runner import EXPERIMENTS
 
     names = [*EXPERIMENTS, *ACTIONS]
     parser.description = "Dataset-level attention experiments: " + "; ".join(f"{k}: {v}" for k, v in EXPERIMENTS.items())
@@ -76,7 +76,7 @@ def register_bench(targets: argparse._SubParsersAction) -> None:
 
 def run_bench(args: argparse.Namespace) -> int:
     """Print the permutation (and adversarial) speed figures."""
-    from playground.analysis.experiments_bench import bench_adversarial, bench_permutation, format_bench
+    from playground.bench.experiments import bench_adversarial, bench_permutation, format_bench
 
     figures = bench_permutation(args.n or 200, args.n_perm, args.threads, args.peer_n, args.seed)
     if args.steps:
@@ -92,8 +92,8 @@ def _split(text: str | None) -> tuple[str, ...] | None:
 
 
 def options_from(args: argparse.Namespace) -> Any:
-    from playground.analysis import experiments_jw as jw
-    from playground.analysis.experiments_run import ExperimentOptions, parse_heads, parse_ints
+    from playground.analysis.experiments import jain_wallace as jw
+    from playground.analysis.experiments.runner import ExperimentOptions, parse_heads, parse_ints
     from playground.settings import resolve_device
 
     return ExperimentOptions(
@@ -142,7 +142,7 @@ def format_result(result: Any) -> str:
     """What the CLI prints: the plain-language summary and the aggregate numbers."""
     import pandas as pd
 
-    from playground.analysis.experiments_summary import summarize
+    from playground.analysis.experiments.summary import summarize
 
     lines = [summarize(result).to_text(), ""]
     st = result.stats()
@@ -163,7 +163,7 @@ def format_result(result: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from playground.analysis.experiments_run import iter_experiment, iter_retrain_uniform
+    from playground.analysis.experiments.runner import iter_experiment, iter_retrain_uniform
     from playground.bundle import load_bundle
     from playground.cli import workspace_from
 

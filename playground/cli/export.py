@@ -1,5 +1,6 @@
-"""`python -m playground export CHECKPOINT --format hf-gpt2 --out DIR`: a GPT checkpoint as a
-Hugging Face transformers GPT-2 model (loadable with GPT2LMHeadModel.from_pretrained)."""
+"""`python -m playground export CHECKPOINT --format hf-gpt2 --out DIR`: a checkpoint in another format,
+e.g. a GPT as a Hugging Face transformers GPT-2 model (loadable with GPT2LMHeadModel.from_pretrained).
+Which formats a checkpoint exports to is its family's say (``Family.exports``)."""
 from __future__ import annotations
 
 import argparse
@@ -7,12 +8,14 @@ import argparse
 from playground.bundle import load_bundle
 from playground.cli import workspace_from
 from playground.errors import ConfigError
+from playground.families import FAMILIES, get_family
 
-FORMATS = ("hf-gpt2",)
+FORMATS = tuple(sorted({fmt for family in FAMILIES.values() for fmt in family.exports}))
+LOADERS = {"hf-gpt2": ("GPT-2", "transformers.GPT2LMHeadModel.from_pretrained")}  # format -> (name, how to load it)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("export", help="export a checkpoint to another format (hf-gpt2)")
+    parser = subparsers.add_parser("export", help=f"export a checkpoint to another format ({', '.join(FORMATS)})")
     parser.add_argument("checkpoint", help="a bundle folder or a model name in the workspace")
     parser.add_argument("--format", choices=FORMATS, default="hf-gpt2", help="target format (default: hf-gpt2)")
     parser.add_argument("--out", required=True, help="folder to write (created if missing)")
@@ -20,13 +23,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from playground.models.export_hf import export_hf_gpt2
-
     bundle = load_bundle(args.checkpoint, workspace_from(args))
-    if bundle.family != "gpt":
-        raise ConfigError(f"Only GPT checkpoints export to {args.format}; {bundle.name!r} is a {bundle.family} model.")
-    out = export_hf_gpt2(bundle.model, bundle.model_config, args.out, tokenizer=bundle.tokenizer)
+    write = get_family(bundle.family).exports.get(args.format)
+    if write is None:
+        able = " / ".join(name for name, family in FAMILIES.items() if args.format in family.exports)
+        raise ConfigError(f"Only {able} checkpoints export to {args.format}; {bundle.name!r} is a {bundle.family} model.")
+    out = write(bundle.model, bundle.model_config, args.out, tokenizer=bundle.tokenizer)
     extra = " with its tokenizer" if bundle.tokenizer is not None else ""
-    print(f"exported {bundle.name!r} as GPT-2{extra} to {out}")
-    print(f"load it with: transformers.GPT2LMHeadModel.from_pretrained({str(out)!r})")
+    name, loader = LOADERS.get(args.format, (args.format, None))
+    print(f"exported {bundle.name!r} as {name}{extra} to {out}")
+    if loader:
+        print(f"load it with: {loader}({str(out)!r})")
     return 0

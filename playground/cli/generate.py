@@ -45,30 +45,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from playground.bundle import load_bundle
-    from playground.generation.api import GenerateRequest, check_text_model, classify_image, family_kind, stream
+    from playground.generation.api import GenerateRequest, generator_of, stream
     from playground.generation.events import Done, StepEvent
     from playground.generation.filters import SamplingConfig
     from playground.settings import resolve_device
 
     bundle = load_bundle(args.checkpoint, workspace_from(args), device=resolve_device(args.device))
-    kind = family_kind(bundle)
-    if kind == "classifier":
-        if args.prompt is not None and args.image is None:
-            classify_image(bundle, args.prompt)  # raises the clear "give an image" error
-        if args.image is None:
-            raise ConfigError(f"{bundle.name!r} is an image classifier (ViT): pass --image PATH.")
-        result = classify_image(bundle, args.image, invert=args.invert)
-        if args.json:
-            print(json.dumps(result.rows(), indent=2))
-        else:
-            for row in result.rows():
-                print(f"{row['rank']:>3}  {row['class']:<24} {row['probability']:.4f}")
-        return 0
+    generator = generator_of(bundle)
+    if generator.controls.reads_image:
+        return _classify(bundle, generator, args)
     if args.image is not None:
-        check_text_model(bundle, kind, args.image)
+        generator.check_input(bundle, args.image)
     if args.prompt is None:
-        if kind == "seq2seq":
-            raise ConfigError(f"{bundle.name!r} is a sequence-to-sequence model: pass --prompt SOURCE.")
+        if generator.controls.prompt_required:
+            raise ConfigError(f"{bundle.name!r} is a {generator.what}: pass --prompt "
+                              f"{generator.controls.input_label.upper()}.")
         args.prompt = ""
     sampling = SamplingConfig(
         temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, min_p=args.min_p,
@@ -80,34 +71,43 @@ def run(args: argparse.Namespace) -> int:
         num_samples=args.num_samples, stop=tuple(args.stop), beam_width=args.beam_width,
         length_penalty=args.length_penalty, use_cache=not args.no_cache,
     )
-    live = not args.json and (kind == "seq2seq" or args.num_samples == 1)
+    live = not args.json and generator.streams_live(request)
     out = sys.stdout
-    if live and kind == "lm":
+    if live and generator.controls.echo_prompt:
         out.write(args.prompt)
         out.flush()
     done: Done | None = None
     for event in stream(bundle, request):
         if isinstance(event, Done):
             done = event
-        elif live and isinstance(event, StepEvent) and not (kind == "seq2seq" and args.beam_width > 1):
+        elif live and isinstance(event, StepEvent):
             out.write(event.text)
             out.flush()
     assert done is not None
     if args.json:
         print(json.dumps(_as_json(done), indent=2, ensure_ascii=False))
         return 0
-    if kind == "seq2seq" and args.beam_width > 1:
-        out.write(done.samples[0].text)
-    elif not live:
-        for i, sample in enumerate(done.samples):
-            out.write(f"--- sample {i + 1} ---\n{sample.full_text}\n")
-    if live:
-        out.write("\n")
+    out.write("\n" if live else generator.console_result(done))
     out.flush()
     seed = f", seed {done.seed}" if done.seed is not None else ""
     reasons = ", ".join(sorted({s.stop_reason for s in done.samples}))
     print(f"[{done.new_tokens} tokens in {done.elapsed_s:.2f} s, {done.tokens_per_s:.0f} tok/s{seed}; stopped: {reasons}]",
           file=sys.stderr)
+    return 0
+
+
+def _classify(bundle, generator, args: argparse.Namespace) -> int:
+    """Print the class probabilities of --image (a table, or JSON)."""
+    if args.prompt is not None and args.image is None:
+        generator.classify(bundle, args.prompt)  # raises the clear "give an image" error
+    if args.image is None:
+        raise ConfigError(f"{bundle.name!r} is an {generator.what}: pass --image PATH.")
+    result = generator.classify(bundle, args.image, invert=args.invert)
+    if args.json:
+        print(json.dumps(result.rows(), indent=2))
+    else:
+        for row in result.rows():
+            print(f"{row['rank']:>3}  {row['class']:<24} {row['probability']:.4f}")
     return 0
 
 

@@ -50,8 +50,9 @@ def format_event(ev) -> str | None:
         return ev.message
     if ev.kind == "step":
         rate = f"{ev.throughput:,.0f} {ev.unit}/s" if ev.throughput else "-"
+        mfu = f" | mfu {100 * ev.mfu:.1f}%" if ev.mfu is not None else ""
         return (f"step {ev.step:>6}/{ev.max_steps} | loss {ev.train_loss:.4f} | lr {ev.lr:.2e} | "
-                f"grad {ev.grad_norm:.2f} | {rate} | eta {_fmt_time(ev.eta_s)}")
+                f"grad {ev.grad_norm:.2f} | {rate}{mfu} | eta {_fmt_time(ev.eta_s)}")
     if ev.kind == "eval":
         extra = " ".join(f"{k}={v:.4f}" for k, v in ev.metrics.items()
                          if k in ("accuracy", "exact_match", "token_accuracy"))
@@ -112,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("Give a preset to train (e.g. `python -m playground train nanogpt-cpu-tiny`) or --resume NAME.")
     workspace = workspace_from(args)
     dist = DistInfo.from_env()
-    if dist.world_size > 1:
+    if dist.distributed:  # torchrun, one process or several
         import torch.distributed as tdist
 
         backend = "nccl" if torch.cuda.is_available() and args.device in ("auto", "cuda") else "gloo"
@@ -145,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if "restore" in locals():
             restore()
-        if dist.world_size > 1:
+        if dist.distributed:
             import torch.distributed as tdist
 
             if tdist.is_initialized():

@@ -24,6 +24,7 @@ import datetime as _dt
 import random
 from typing import Callable
 
+from playground.data.types import PairExample
 from playground.errors import ConfigError
 
 __all__ = ["make_dates", "render_date", "FORMATS", "TWO_DIGIT_YEAR_PIVOT", "MIN_DATE", "MAX_DATE"]
@@ -166,14 +167,13 @@ def _align(source: str, spans: dict[str, tuple[int, int]]) -> list[tuple[int, in
     return sorted(pairs)
 
 
-def make_dates(n: int, seed: int) -> list["PairExample"]:
+def make_dates(n: int, seed: int) -> list[PairExample]:
     """``n`` (source, ISO target) date pairs, deterministic for ``seed``; char-level units.
 
     Dates are uniform over 1900-01-01..2099-12-31; the format is uniform over those valid
     for the date (two-digit years only for 1969..2068); the case is kept (60%), lowered (20%)
     or upper-cased (20%).
     """
-    from playground.data.pairs import PairExample  # local: pairs imports this module
 
     if n < 0:
         raise ConfigError(f"n must be >= 0, got {n}")

@@ -15,6 +15,7 @@ import torch
 
 from playground.data.policy import zip_member_parts
 from playground.data.shapes import DEFAULT_SHAPES, make_shapes
+from playground.data.types import ImageSet
 from playground.errors import ConfigError, DataError, NotFoundError
 
 __all__ = ["ImageSet", "ImageSetSpec", "IMAGE_SETS", "load_digits", "make_shapes", "load_image_zip",
@@ -23,40 +24,6 @@ __all__ = ["ImageSet", "ImageSetSpec", "IMAGE_SETS", "load_digits", "make_shapes
 IMAGE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff"}
 _JUNK_NAMES = {"thumbs.db", "desktop.ini"}
 _MAX_PIXELS = 40_000_000  # per image, checked from the header before decoding
-
-
-@dataclass
-class ImageSet:
-    """Images [N, C, H, W] float32 in [0, 1], labels [N] int64, optional object masks [N, H, W] bool."""
-
-    images: torch.Tensor
-    labels: torch.Tensor
-    class_names: list[str]
-    masks: torch.Tensor | None = None
-
-    def __post_init__(self) -> None:
-        if self.images.ndim != 4 or self.images.shape[0] != self.labels.shape[0]:
-            raise DataError(f"images must be [N, C, H, W] with one label each, got "
-                            f"{tuple(self.images.shape)} and {tuple(self.labels.shape)} labels")
-
-    @property
-    def n(self) -> int:
-        return int(self.images.shape[0])
-
-    @property
-    def channels(self) -> int:
-        return int(self.images.shape[1])
-
-    @property
-    def image_size(self) -> int:
-        return int(self.images.shape[2])
-
-    def subset(self, idx: Sequence[int]) -> "ImageSet":
-        """The examples at ``idx``, in that order (class_names unchanged)."""
-        index = torch.as_tensor(list(idx), dtype=torch.long)
-        return ImageSet(images=self.images[index], labels=self.labels[index],
-                        class_names=list(self.class_names),
-                        masks=None if self.masks is None else self.masks[index])
 
 
 def load_digits() -> ImageSet:

@@ -15,6 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from playground.data.dates import make_dates
+from playground.data.synthetic import make_copy, make_reverse, make_sort
+from playground.data.toy_translation import make_toy_translation
+from playground.data.types import PairExample
 from playground.errors import ConfigError, DataError, NotFoundError
 
 __all__ = ["PairExample", "PairSetSpec", "PAIR_SETS", "load_pair_set", "pair_set_unit", "load_tsv",
@@ -22,19 +26,6 @@ __all__ = ["PairExample", "PairSetSpec", "PAIR_SETS", "load_pair_set", "pair_set
            "make_sort"]
 
 
-@dataclass
-class PairExample:
-    """One source/target pair, optionally with gold (target index, source index) alignment."""
-
-    src: str
-    tgt: str
-    alignment: list[tuple[int, int]] | None = None
-
-
-# Imported after PairExample so the generator modules can import it from here.
-from playground.data.dates import make_dates  # noqa: E402
-from playground.data.synthetic import make_copy, make_reverse, make_sort  # noqa: E402
-from playground.data.toy_translation import make_toy_translation  # noqa: E402
 
 
 def _decode_utf8(raw: bytes, what: str) -> str:
@@ -154,7 +145,10 @@ def load_pair_set(name: str, n: int | None, seed: int, **opts) -> list[PairExamp
 def pair_tokenizer(examples: Sequence[PairExample], unit: str,
                    special_tokens: list[str] | None = None):
     """A char or word tokenizer over sources and targets (one shared vocabulary)."""
-    from playground.tokenization.simple import build_char_tokenizer, build_word_tokenizer
+    from playground.tokenization.simple import (
+        build_char_tokenizer,
+        build_word_tokenizer,
+    )
 
     texts = [t for ex in examples for t in (ex.src, ex.tgt)]
     if unit == "char":

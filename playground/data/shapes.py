@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from playground.data.types import ImageSet
 from playground.errors import ConfigError
 
 __all__ = ["make_shapes", "SHAPE_CLASSES", "DEFAULT_SHAPES", "shape_mask"]
@@ -70,12 +71,11 @@ def shape_mask(shape: str, image_size: int, cx: float, cy: float, r: float) -> n
 
 
 def make_shapes(n: int, seed: int, image_size: int = 32,
-                classes: Sequence[str] = DEFAULT_SHAPES) -> "ImageSet":
+                classes: Sequence[str] = DEFAULT_SHAPES) -> ImageSet:
     """``n`` RGB images of shapes with masks; labels balanced (counts differ by at most 1).
 
     Deterministic for ``seed``. Radius is 15-35% of ``image_size``; the shape lies fully inside.
     """
-    from playground.data.images import ImageSet
 
     classes = list(classes)
     unknown = [c for c in classes if c not in SHAPE_CLASSES]

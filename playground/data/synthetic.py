@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 from typing import Callable
 
+from playground.data.types import PairExample
 from playground.errors import ConfigError
 
 __all__ = ["make_copy", "make_reverse", "make_sort", "DEFAULT_ALPHABET"]
@@ -28,9 +29,8 @@ def _check(n: int, min_len: int, max_len: int, alphabet: str) -> None:
 
 
 def _make(n: int, seed: int, min_len: int, max_len: int, alphabet: str,
-          order: Callable[[str], list[int]]) -> list["PairExample"]:
+          order: Callable[[str], list[int]]) -> list[PairExample]:
     """Build pairs where target[t] = source[order(source)[t]]."""
-    from playground.data.pairs import PairExample
 
     _check(n, min_len, max_len, alphabet)
     rng = random.Random(seed)
@@ -45,19 +45,19 @@ def _make(n: int, seed: int, min_len: int, max_len: int, alphabet: str,
 
 
 def make_copy(n: int, seed: int, min_len: int = 3, max_len: int = 12,
-              alphabet: str = DEFAULT_ALPHABET) -> list["PairExample"]:
+              alphabet: str = DEFAULT_ALPHABET) -> list[PairExample]:
     """Copy task: target = source; gold alignment is the diagonal."""
     return _make(n, seed, min_len, max_len, alphabet, lambda s: list(range(len(s))))
 
 
 def make_reverse(n: int, seed: int, min_len: int = 3, max_len: int = 12,
-                 alphabet: str = DEFAULT_ALPHABET) -> list["PairExample"]:
+                 alphabet: str = DEFAULT_ALPHABET) -> list[PairExample]:
     """Reverse task: target = source reversed; gold alignment is the anti-diagonal."""
     return _make(n, seed, min_len, max_len, alphabet, lambda s: list(range(len(s) - 1, -1, -1)))
 
 
 def make_sort(n: int, seed: int, min_len: int = 3, max_len: int = 12,
-              alphabet: str = DEFAULT_ALPHABET) -> list["PairExample"]:
+              alphabet: str = DEFAULT_ALPHABET) -> list[PairExample]:
     """Sort task: target = characters sorted by their rank in ``alphabet``.
 
     Gold alignment follows a stable sort: equal characters keep their source order.

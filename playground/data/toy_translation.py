@@ -23,6 +23,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from playground.data.types import PairExample
 from playground.errors import ConfigError, DataError
 
 __all__ = ["make_toy_translation", "translate", "lexicon_words", "NOUNS", "ADJECTIVES",
@@ -207,7 +208,7 @@ def lexicon_words() -> list[str]:
     return sorted(words)
 
 
-def translate(english: str) -> "PairExample":
+def translate(english: str) -> PairExample:
     """Translate a sentence of the toy language; return the pair with its gold alignment.
 
     Works chunk by chunk (noun phrases, verbs, prepositions, conjunctions), so it also accepts
@@ -215,7 +216,6 @@ def translate(english: str) -> "PairExample":
     noun phrase that is not ``determiner adjective* noun`` with a determiner that fits the
     noun's number.
     """
-    from playground.data.pairs import PairExample
 
     words = english.lower().split()
     if not words:
@@ -325,7 +325,7 @@ class _Generator:
                           f"widen the range (the shortest clause has 3 words)")
 
 
-def make_toy_translation(n: int, seed: int, min_len: int = 3, max_len: int = 60) -> list["PairExample"]:
+def make_toy_translation(n: int, seed: int, min_len: int = 3, max_len: int = 60) -> list[PairExample]:
     """``n`` toy English -> French-like pairs with gold word alignments; deterministic for ``seed``.
 
     Source lengths (in words) lie in ``[min_len, max_len]``; each sentence aims at a length drawn

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
+from torch import Tensor, nn
 
 from playground.errors import ConfigError, DataError
 from playground.generation.events import Done, SampleResult, StepEvent
@@ -47,6 +47,30 @@ def check_source(model: nn.Module, src_ids: Sequence[int]) -> None:
     cap = getattr(model.config, "max_len", None)
     if cap and len(src_ids) > cap:
         raise DataError(f"The source has {len(src_ids)} tokens but this model reads at most {cap}; shorten it.")
+
+
+@torch.no_grad()
+def greedy_decode(model: nn.Module, src: Tensor, bos_id: int, eos_id: int, max_len: int) -> list[list[int]]:
+    """Batched greedy decoding with model.start / model.step: src [B,S] -> token ids per row
+    (no specials; each row stops at its own <eos>). The trainer's exact-match metric and the
+    analyzer's teacher-forced outputs use it; the Generate tab streams :func:`stream_greedy`."""
+    state = model.start(src)
+    B = src.shape[0]
+    y = torch.full((B,), bos_id, dtype=torch.long, device=src.device)
+    done = torch.zeros(B, dtype=torch.bool, device=src.device)
+    out = []
+    for _ in range(max_len):
+        logits, _, state = model.step(state, y)  # [B,V]
+        y = logits.argmax(-1)  # [B]
+        out.append(torch.where(done, torch.full_like(y, eos_id), y))
+        done |= y == eos_id
+        if bool(done.all()):
+            break
+    rows = torch.stack(out, 1).tolist() if out else [[] for _ in range(B)]
+    result = []
+    for row in rows:
+        result.append(row[: row.index(eos_id)] if eos_id in row else row)
+    return result
 
 
 def _alternatives(tokenizer: Any, probs: list[float], ids: list[int], cache: dict[int, str]) -> list[tuple[int, str, float]]:

@@ -1,11 +1,13 @@
 """Attention, one family of modules used by every model.
 
+- :func:`attend`: scaled dot-product attention written the way lecture notes write it; the
+  reference every faster path here is tested against.
 - Score functions (query s, key h): additive (Bahdanau) e = v^T tanh(W [s; h]), dot s^T h,
   general s^T W h, scaled dot s^T h / sqrt(d) (scaling switchable off).
 - :class:`ScoredAttention`: one query per call over a set of keys (RNN decoder attention).
 - :class:`MultiHeadAttention`: self-attention (causal or bidirectional, padding masks, RoPE,
   ALiBi, KV cache) and cross-attention. Fast path ``F.scaled_dot_product_attention`` when
-  nothing records or overrides; explicit path (materialised weights) otherwise.
+  nothing records, overrides or drops weights; explicit path (materialised weights) otherwise.
 
 Reading and replacing weights: :func:`record_attention`, :func:`override_attention` (hooks.py).
 Masks everywhere are bool with True = attend (a real key).
@@ -14,11 +16,14 @@ Masks everywhere are bool with True = attend (a real key).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from playground.models.base import lookup
+from playground.models.dropout import Dropout
 from playground.models.hooks import (  # re-exported: the public API lives here
     AttentionMaps,
     NamedAttention,
@@ -39,10 +44,30 @@ from playground.models.positional import Rotary, alibi_bias, alibi_slopes
 __all__ = [
     "AttentionMaps", "NamedAttention", "OverrideFn", "assign_attention_names", "attention_modules",
     "logits_override", "override_attention", "permute_override", "record_attention",
-    "rows_override", "uniform_override", "SCORES", "AdditiveScore", "DotScore", "GeneralScore",
-    "ScaledDotScore", "make_score", "masked_softmax", "attend", "ScoredAttention",
-    "MultiHeadAttention", "LayerKV", "KVCache",
+    "rows_override", "uniform_override", "attend", "SCORES", "AdditiveScore", "DotScore", "GeneralScore",
+    "ScaledDotScore", "UniformScore", "make_score", "masked_softmax", "scored_attend", "ScoredAttention",
+    "MultiHeadAttention", "LayerKV", "KVCache", "causal_mask",
 ]
+
+
+def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, bias: Tensor | None = None,
+           *, scale: float | None = None) -> tuple[Tensor, Tensor]:
+    """Attention as the lecture notes write it: softmax(q k^T / sqrt(hd) + bias, masked) v.
+
+    q [B,H,Tq,hd]; k, v [B,H,Tk,hd]; mask bool broadcastable to [B,H,Tq,Tk], True = may attend;
+    bias float broadcastable to [B,H,Tq,Tk], added to the scores (e.g. ALiBi); scale replaces
+    1/sqrt(hd). Returns (out [B,H,Tq,hd], weights [B,H,Tq,Tk]).
+    """
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = (q @ k.transpose(-2, -1)) * scale  # [B,H,Tq,Tk]: how well query i matches key j
+    if bias is not None:
+        scores = scores + bias  # ALiBi: -slope * distance, a penalty for far keys
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))  # exp(-inf) = 0: masked keys get no weight
+    weights = scores.softmax(dim=-1)  # [B,H,Tq,Tk], each row sums to 1
+    weights = weights.nan_to_num(0.0)  # a query that may see no key at all: weights 0, not NaN
+    return weights @ v, weights  # [B,H,Tq,hd]: the weighted average of the values
+
 
 # ----------------------------------------------------------------------------------------
 # Score functions: forward(query [B,Q,Dq], prepared keys) -> scores [B,Q,K].
@@ -114,23 +139,38 @@ class UniformScore(nn.Module):
         return query.new_zeros(query.shape[0], query.shape[1], keys.shape[1])  # [B,Q,K]
 
 
-SCORES = ("additive", "dot", "general", "scaled_dot", "uniform")
+ScoreFactory = Callable[[int, int, int, bool], nn.Module]  # (query_dim, key_dim, attn_dim, scale)
+
+
+def _same_sizes(kind: str, query_dim: int, key_dim: int) -> None:
+    if query_dim != key_dim:
+        raise ValueError(f"{kind} attention needs equal query and key sizes, got {query_dim} and {key_dim}")
+
+
+def _dot(query_dim: int, key_dim: int, attn_dim: int, scale: bool) -> nn.Module:
+    _same_sizes("dot", query_dim, key_dim)
+    return DotScore()
+
+
+def _scaled_dot(query_dim: int, key_dim: int, attn_dim: int, scale: bool) -> nn.Module:
+    _same_sizes("scaled_dot", query_dim, key_dim)
+    return ScaledDotScore(scale)
+
+
+SCORE_FACTORIES: dict[str, ScoreFactory] = {
+    "additive": lambda query_dim, key_dim, attn_dim, scale: AdditiveScore(query_dim, key_dim, attn_dim),
+    "dot": _dot,
+    "general": lambda query_dim, key_dim, attn_dim, scale: GeneralScore(query_dim, key_dim),
+    "scaled_dot": _scaled_dot,
+    "uniform": lambda query_dim, key_dim, attn_dim, scale: UniformScore(),
+}
+SCORES = tuple(SCORE_FACTORIES)
 
 
 def make_score(kind: str, query_dim: int, key_dim: int, attn_dim: int | None = None,
                scale: bool = True) -> nn.Module:
     """Build a score module by name (one of SCORES)."""
-    if kind == "additive":
-        return AdditiveScore(query_dim, key_dim, attn_dim or query_dim)
-    if kind == "general":
-        return GeneralScore(query_dim, key_dim)
-    if kind == "uniform":
-        return UniformScore()
-    if kind in ("dot", "scaled_dot"):
-        if query_dim != key_dim:
-            raise ValueError(f"{kind} attention needs equal query and key sizes, got {query_dim} and {key_dim}")
-        return ScaledDotScore(scale) if kind == "scaled_dot" else DotScore()
-    raise ValueError(f"unknown attention score {kind!r}; choose one of {SCORES}")
+    return lookup(SCORE_FACTORIES, kind, "attention score")(query_dim, key_dim, attn_dim or query_dim, scale)
 
 
 def masked_softmax(scores: Tensor, mask: Tensor | None) -> Tensor:
@@ -140,9 +180,10 @@ def masked_softmax(scores: Tensor, mask: Tensor | None) -> Tensor:
     return scores.masked_fill(~mask, float("-inf")).softmax(-1).masked_fill(~mask, 0.0)
 
 
-def attend(score: nn.Module, query: Tensor, keys: Tensor, values: Tensor,
-           mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
-    """Plain attention: query [B,Q,Dq], keys [B,K,Dk], values [B,K,Dv] -> (context [B,Q,Dv], weights [B,Q,K])."""
+def scored_attend(score: nn.Module, query: Tensor, keys: Tensor, values: Tensor,
+                  mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """Attention with any score function: query [B,Q,Dq], keys [B,K,Dk], values [B,K,Dv]
+    -> (context [B,Q,Dv], weights [B,Q,K])."""
     weights = masked_softmax(score(query, score.prepare(keys)), mask)  # [B,Q,K]
     return weights @ values, weights
 
@@ -226,6 +267,12 @@ class KVCache:
                 layer.v = layer.v.index_select(0, index)  # type: ignore[union-attr]
 
 
+def causal_mask(T: int, K: int, offset: int, device: torch.device) -> Tensor:
+    """Bool [T,K]: query i (absolute position offset + i) may attend to keys 0 .. offset + i."""
+    q_pos = torch.arange(offset, offset + T, device=device)  # [T]
+    return torch.arange(K, device=device)[None, :] <= q_pos[:, None]  # [T,K]
+
+
 # Device types where causal self-attention calls SDPA with is_causal=True (flash kernels on
 # GPUs). On CPU, torch 2.13's SDPA is faster given an explicit boolean [T,K] mask: fwd+bwd at
 # B 12, H 4, T 64, hd 32 took 0.88 ms with the mask vs 1.24 ms with is_causal.
@@ -241,6 +288,10 @@ class MultiHeadAttention(NamedAttention):
     ``uniform=True`` freezes the weights uniform over the visible keys. ``qk_norm=True``
     RMS-normalises each head's queries and keys (no gain) before RoPE and the dot product, so
     the scores stay bounded whatever the projections' scale (QK-norm, Dehghani et al. 2023).
+    ``dropout`` drops attention weights in training (``attn_drop``, the run's generator).
+
+    forward = project -> positions -> cache -> mask -> attend -> merge heads; :meth:`_kernel`
+    is the one place that picks how (SDPA's fused paths, or explicit as in :func:`attend`).
     """
 
     def __init__(self, d_model: int, n_head: int, *, causal: bool = False, cross: bool = False,
@@ -259,6 +310,7 @@ class MultiHeadAttention(NamedAttention):
         else:
             self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.attn_drop = Dropout(dropout)
         self.rotary = None if cross else rotary  # positions do not apply across sequences
         # uniform: every query attends equally to the keys it may see (Wiegreffe & Pinter's
         # frozen-uniform baseline); done by zeroing the queries, so both paths stay exact.
@@ -267,17 +319,6 @@ class MultiHeadAttention(NamedAttention):
         self.alibi = alibi and not cross and not uniform
         if self.alibi:
             self.register_buffer("alibi_slopes", alibi_slopes(n_head), persistent=False)
-
-    def _norm_qk(self, t: Tensor) -> Tensor:
-        """QK-norm: each head's vectors [.., hd] scaled to unit RMS (identity when off)."""
-        if not self.qk_norm:
-            return t
-        return t * torch.rsqrt(t.square().mean(-1, keepdim=True) + 1e-6)
-
-    def _heads(self, t: Tensor, n: int) -> Tensor:
-        """[B,T,n*D] -> [n,B,H,T,hd]."""
-        B, T, _ = t.shape
-        return t.view(B, T, n, self.n_head, self.head_dim).permute(2, 0, 3, 1, 4)
 
     def forward(self, x: Tensor, context: Tensor | None = None, key_mask: Tensor | None = None,
                 cache: KVCache | None = None, layer: int = 0, offset: int = 0,
@@ -288,59 +329,128 @@ class MultiHeadAttention(NamedAttention):
         cache/layer: KV cache and this module's slot in it; offset: absolute position of x[:,0]
         (= cache length when decoding incrementally).
         """
-        B, T, D = x.shape
-        if self.cross:
-            q = self._norm_qk(self._heads(self.q_proj(x), 1)[0])  # [B,H,T,hd]
-            slot = cache.layers[layer] if cache is not None else None
-            if slot is not None and slot.k is not None:
-                k, v = slot.k, slot.v  # memory projected once per sequence
-            else:
-                k, v = self._heads(self.kv_proj(context), 2)  # [B,H,S,hd] each
-                k = self._norm_qk(k)
-                if slot is not None:
-                    slot.k, slot.v = k, v
-        else:
-            q, k, v = self._heads(self.qkv(x), 3)  # [B,H,T,hd] each
-            q, k = self._norm_qk(q), self._norm_qk(k)
-            if self.rotary is not None:
-                q, k = self.rotary(q, offset), self.rotary(k, offset)
-            if cache is not None:
-                k, v = cache.append(layer, k, v, offset)  # [B,H,offset+T,hd]
+        q, k, v = self._project(x, context, cache, layer)  # q [B,H,T,hd]; k, v [B,H,T or S,hd]
+        q, k = self._positions(q, k, offset)  # RoPE rotates q and k by their positions
+        k, v = self._cached(k, v, cache, layer, offset)  # all keys/values so far [B,H,K,hd]
         if self.uniform:
             q = torch.zeros_like(q)  # all scores 0 -> softmax uniform over the allowed keys
-        K = k.shape[2]
+        explicit, hooked, is_causal = self._kernel(q, k, key_mask, need_weights)  # device tuning, one place
+        mask, bias = self._mask(q, k, key_mask, offset, causal=self.causal and not is_causal)
+        y, weights = self._attend(q, k, v, mask, bias, offset, explicit, hooked, is_causal)  # [B,H,T,hd]
+        return self._merge_heads(y), weights  # [B,T,D]
 
-        explicit = need_weights or needs_explicit(self)
-        # plain causal self-attention on the fast path: SDPA's is_causal, no mask tensor, where
-        # that is the fast kernel (IS_CAUSAL_DEVICE_TYPES); elsewhere the [T,K] mask built below
-        use_is_causal = (not explicit and self.causal and T == K and T > 1
-                         and x.device.type in IS_CAUSAL_DEVICE_TYPES and key_mask is None and not self.alibi)
-        # mask [.., T, K] bool (True = attend), bias [H,T,K] float (ALiBi)
-        mask = bias = None
-        if self.causal and T > 1 and not use_is_causal:
-            q_pos = torch.arange(offset, offset + T, device=x.device)
-            mask = torch.arange(K, device=x.device)[None, :] <= q_pos[:, None]  # [T,K]
+    # 1. project -------------------------------------------------------------------------
+
+    def _heads(self, t: Tensor, n: int) -> Tensor:
+        """[B,T,n*D] -> [n,B,H,T,hd]."""
+        B, T, _ = t.shape
+        return t.view(B, T, n, self.n_head, self.head_dim).permute(2, 0, 3, 1, 4)
+
+    def _norm_qk(self, t: Tensor) -> Tensor:
+        """QK-norm: each head's vectors [.., hd] scaled to unit RMS (identity when off)."""
+        if not self.qk_norm:
+            return t
+        return t * torch.rsqrt(t.square().mean(-1, keepdim=True) + 1e-6)
+
+    def _project(self, x: Tensor, context: Tensor | None, cache: KVCache | None,
+                 layer: int) -> tuple[Tensor, Tensor, Tensor]:
+        """Queries from x; keys and values from x (self) or from the memory (cross), where a
+        cross-attention cache slot keeps the memory's projection for the whole sequence."""
+        if not self.cross:
+            q, k, v = self._heads(self.qkv(x), 3)  # [B,H,T,hd] each
+            return self._norm_qk(q), self._norm_qk(k), v
+        q = self._norm_qk(self._heads(self.q_proj(x), 1)[0])  # [B,H,T,hd]
+        slot = cache.layers[layer] if cache is not None else None
+        if slot is not None and slot.k is not None:
+            return q, slot.k, slot.v  # type: ignore[return-value]
+        k, v = self._heads(self.kv_proj(context), 2)  # [B,H,S,hd] each
+        k = self._norm_qk(k)
+        if slot is not None:
+            slot.k, slot.v = k, v
+        return q, k, v
+
+    # 2. positions -----------------------------------------------------------------------
+
+    def _positions(self, q: Tensor, k: Tensor, offset: int) -> tuple[Tensor, Tensor]:
+        """RoPE: rotate q and k [B,H,T,hd] as positions offset .. offset + T - 1 (else as is)."""
+        if self.rotary is None:
+            return q, k
+        return self.rotary(q, offset), self.rotary(k, offset)
+
+    # 3. cache ---------------------------------------------------------------------------
+
+    def _cached(self, k: Tensor, v: Tensor, cache: KVCache | None, layer: int,
+                offset: int) -> tuple[Tensor, Tensor]:
+        """Self-attention with a cache: append k, v at ``offset`` and return every key/value so
+        far [B,H,offset+T,hd]. Cross-attention's cache was used in :meth:`_project`."""
+        if cache is None or self.cross:
+            return k, v
+        return cache.append(layer, k, v, offset)
+
+    # 4. mask ----------------------------------------------------------------------------
+
+    def _mask(self, q: Tensor, k: Tensor, key_mask: Tensor | None, offset: int,
+              causal: bool) -> tuple[Tensor | None, Tensor | None]:
+        """Who may attend to whom: (mask bool [T,K] or [B,1,T|1,K], True = may, or None: every
+        key; ALiBi's additive bias [H,T,K] or None). ``causal=False`` when the kernel applies
+        causality itself (SDPA's is_causal)."""
+        T, K = q.shape[2], k.shape[2]
+        mask = causal_mask(T, K, offset, q.device) if causal and T > 1 else None  # [T,K]
         if key_mask is not None:
             km = key_mask[:, None, None, :]  # [B,1,1,K]
-            mask = km if mask is None else mask & km
+            mask = km if mask is None else mask & km  # [B,1,T,K]
+        bias = None
         if self.alibi:
-            bias = alibi_bias(self.alibi_slopes, torch.arange(offset, offset + T, device=x.device),
-                              torch.arange(K, device=x.device), self.causal).to(q.dtype)
+            bias = alibi_bias(self.alibi_slopes, torch.arange(offset, offset + T, device=q.device),
+                              torch.arange(K, device=q.device), self.causal).to(q.dtype)  # [H,T,K]
+        return mask, bias
 
-        p = self.dropout if self.training else 0.0
+    # 5. attend --------------------------------------------------------------------------
+
+    def _kernel(self, q: Tensor, k: Tensor, key_mask: Tensor | None,
+                need_weights: bool) -> tuple[bool, bool, bool]:
+        """The kernel choice, all in one place: (explicit, hooked, is_causal).
+
+        - explicit (what :func:`attend` computes, weights materialised) when the weights are
+          asked for, recorded or overridden (hooks.py), or dropped in training: the dropout
+          mask comes from the run's generator (SDPA's dropout_p would use the global RNG);
+        - else SDPA; plain causal self-attention (no padding, no ALiBi, T == K) passes
+          ``is_causal`` on GPUs (flash kernels) and a boolean mask on CPU, where that is
+          faster (IS_CAUSAL_DEVICE_TYPES).
+        """
+        hooked = needs_explicit(self)  # a record/override context is open for this module
+        dropping = self.training and self.attn_drop.p > 0
+        explicit = need_weights or dropping or hooked
+        T = q.shape[2]
+        is_causal = (not explicit and self.causal and 1 < T == k.shape[2] and key_mask is None
+                     and not self.alibi and q.device.type in IS_CAUSAL_DEVICE_TYPES)
+        return explicit, hooked, is_causal
+
+    def _attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, bias: Tensor | None,
+                offset: int, explicit: bool, hooked: bool, is_causal: bool) -> tuple[Tensor, Tensor | None]:
+        """q [B,H,T,hd], k, v [B,H,K,hd] -> (y [B,H,T,hd], weights [B,H,T,K] if explicit).
+
+        Explicit: :func:`attend`'s steps plus overrides/recording and weight dropout between
+        softmax and the values. SDPA: ALiBi's bias goes in as a float mask, -inf where
+        ``mask`` is False.
+        """
         if explicit:
             scores = (q @ k.transpose(-2, -1)) * self.scale  # [B,H,T,K]
             if bias is not None:
                 scores = scores + bias
             weights = masked_softmax(scores, mask)  # [B,H,T,K]
-            weights = process_weights(self, weights, offset)
-            y = F.dropout(weights, p, self.training) @ v  # [B,H,T,hd]
-        else:
-            weights = None
-            attn_mask = mask
-            if bias is not None:
-                attn_mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=p,
-                                               is_causal=use_is_causal, scale=self.scale)
-        y = y.transpose(1, 2).reshape(B, T, D)  # [B,T,D]
-        return self.out_proj(y), weights
+            if hooked:
+                weights = process_weights(self, weights, offset)  # overrides, then recording
+            return self.attn_drop(weights) @ v, weights
+        attn_mask = mask
+        if bias is not None:
+            attn_mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=self.scale)
+        return y, None
+
+    # 6. merge heads ---------------------------------------------------------------------
+
+    def _merge_heads(self, y: Tensor) -> Tensor:
+        """[B,H,T,hd] -> heads side by side [B,T,D] -> out_proj [B,T,D]."""
+        B, H, T, hd = y.shape
+        return self.out_proj(y.transpose(1, 2).reshape(B, T, H * hd))

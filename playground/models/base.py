@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
+import torch
 from torch import nn
 
 from playground.errors import ConfigError
 
 C = TypeVar("C", bound="ModelConfig")
+V = TypeVar("V")
+
+
+def lookup(table: Mapping[str, V], name: str, what: str) -> V:
+    """``table[name]``, or a ValueError naming the valid choices (every by-name option of a model:
+    norm, ffn, positional encoding, attention score, cell)."""
+    try:
+        return table[name]
+    except KeyError:
+        raise ValueError(f"unknown {what} {name!r}; choose one of {tuple(table)}") from None
 
 
 @dataclasses.dataclass
@@ -57,7 +68,7 @@ _SCALARS = {"int": int, "float": float, "bool": bool, "str": str}
 
 def _checked(owner: str, name: str, type_name: str, value: Any) -> Any:
     """``value`` if it has the field's JSON scalar type (an int is accepted for a float)."""
-    expected = _SCALARS.get(type_name)
+    expected = _SCALARS.get("str" if type_name.startswith("Literal[") else type_name)  # a choice: checked by the config
     if expected is None:
         return value
     if expected is float and isinstance(value, int) and not isinstance(value, bool):
@@ -68,19 +79,30 @@ def _checked(owner: str, name: str, type_name: str, value: Any) -> Any:
 
 
 class ModelBase(nn.Module):
-    """nn.Module with a parameter count (tied weights counted once)."""
+    """nn.Module with a parameter count (tied weights counted once) and the family's own init.
+
+    A family's ``__init__`` builds its modules (torch's default init) and then calls
+    :meth:`init_family_weights`; :func:`playground.models.init.init_weights` redoes both from a
+    run's own ``torch.Generator``.
+    """
 
     def num_parameters(self, trainable_only: bool = False) -> int:
         return sum(p.numel() for p in self.parameters() if p.requires_grad or not trainable_only)
 
+    def init_family_weights(self, generator: torch.Generator | None = None) -> None:
+        """The family's init on top of torch's per-module defaults (none here); draws from
+        ``generator``, or torch's global RNG when None."""
 
-def init_transformer_weights(model: nn.Module, n_residual_layers: int, std: float = 0.02) -> None:
+
+def init_transformer_weights(model: nn.Module, n_residual_layers: int, std: float = 0.02,
+                             generator: torch.Generator | None = None) -> None:
     """GPT-2 init: N(0, 0.02) for Linear/Embedding, zero biases, residual output projections
-    (``out_proj``, ``mlp.proj``) scaled by 1/sqrt(n_residual_layers); norm weights stay 1."""
+    (``out_proj``, ``mlp.proj``) scaled by 1/sqrt(n_residual_layers); norm weights stay 1.
+    Draws from ``generator`` (torch's global RNG when None)."""
     for name, p in model.named_parameters():
         if p.dim() >= 2:
             scaled = name.endswith("out_proj.weight") or name.endswith("mlp.proj.weight")
-            nn.init.normal_(p, 0.0, std / (n_residual_layers**0.5) if scaled else std)
+            nn.init.normal_(p, 0.0, std / (n_residual_layers**0.5) if scaled else std, generator=generator)
         elif name.endswith(".bias"):
             nn.init.zeros_(p)
 

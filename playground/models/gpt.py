@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
+import torch
 from torch import Tensor, nn
 
 from playground.errors import PlaygroundError
 from playground.models.attention import KVCache, assign_attention_names
 from playground.models.base import ModelBase, ModelConfig, init_transformer_weights
+from playground.models.dropout import Dropout
 from playground.models.layers import EncoderBlock, block_options, check_block_options, final_norm
-from playground.models.positional import ADDITIVE, POS_ENCODINGS, PositionalEmbedding, Rotary
+from playground.models.positional import POS_ENCODINGS, make_positions
 
 
 @dataclass
@@ -25,10 +28,10 @@ class GPTConfig(ModelConfig):
     d_model: int = 128
     dropout: float = 0.0  # on the residual branches
     bias: bool = True  # biases in Linear layers and LayerNorm
-    pos_encoding: str = "learned"  # learned | sinusoidal | rope | alibi | none
-    norm: str = "layernorm"  # layernorm | rmsnorm
-    norm_placement: str = "pre"  # pre | post
-    ffn: str = "gelu"  # gelu (tanh approx.) | gelu_exact | relu | swiglu
+    pos_encoding: Literal["none", "sinusoidal", "learned", "rope", "alibi"] = "learned"
+    norm: Literal["layernorm", "rmsnorm"] = "layernorm"
+    norm_placement: Literal["pre", "post"] = "pre"
+    ffn: Literal["gelu", "gelu_exact", "relu", "relu2", "swiglu"] = "gelu"  # gelu: the tanh approximation
     attn_scale: bool = True  # divide scores by sqrt(d_k)
     d_ff: int = 0  # FFN hidden size; 0 = 4 * d_model
     attn_dropout: float = 0.0  # on the attention weights
@@ -56,25 +59,30 @@ class GPT(ModelBase):
         super().__init__()
         self.config = c = config
         self.tok_emb = nn.Embedding(c.vocab_size, c.d_model)
-        self.pos_emb = PositionalEmbedding(c.pos_encoding, c.block_size, c.d_model) if c.pos_encoding in ADDITIVE else None
-        rotary = Rotary(c.d_model // c.n_head, c.block_size) if c.pos_encoding == "rope" else None
-        self.drop = nn.Dropout(c.emb_dropout)
+        positions = make_positions(c.pos_encoding, c.block_size, c.d_model, c.n_head)
+        self.pos_emb = positions.embedding  # learned/sinusoidal table, else None
+        self.drop = Dropout(c.emb_dropout)
         self.blocks = nn.ModuleList(
-            EncoderBlock(c.d_model, c.n_head, causal=True, **block_options(c, c.d_model, rotary))
+            EncoderBlock(c.d_model, c.n_head, causal=True, **block_options(c, c.d_model, positions))
             for _ in range(c.n_layer)
         )
         self.ln_f = final_norm(c, c.d_model)
         self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)
-        init_transformer_weights(self, 2 * c.n_layer)
+        self.init_family_weights()
+        if c.tie_embeddings:
+            self.lm_head.weight = self.tok_emb.weight  # tied
+        assign_attention_names(self)
+
+    def init_family_weights(self, generator: torch.Generator | None = None) -> None:
+        """GPT-2 init; zero_init zeroes the residual output projections (and an untied head)."""
+        c = self.config
+        init_transformer_weights(self, 2 * c.n_layer, generator=generator)
         if c.zero_init:
             for block in self.blocks:
                 nn.init.zeros_(block.attn.out_proj.weight)
                 nn.init.zeros_(block.mlp.proj.weight)
             if not c.tie_embeddings:
                 nn.init.zeros_(self.lm_head.weight)
-        if c.tie_embeddings:
-            self.lm_head.weight = self.tok_emb.weight  # tied
-        assign_attention_names(self)
 
     def new_cache(self) -> KVCache:
         """An empty KV cache for incremental decoding (up to block_size positions)."""

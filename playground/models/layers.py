@@ -11,20 +11,47 @@ from torch import Tensor, nn
 
 from playground.errors import ConfigError
 from playground.models.attention import KVCache, MultiHeadAttention
-from playground.models.positional import Rotary
+from playground.models.base import lookup
+from playground.models.dropout import Dropout
+from playground.models.positional import Positions, Rotary
 
-NORMS = ("layernorm", "rmsnorm")
+NORM_LAYERS: dict[str, Callable[[int, bool], nn.Module]] = {
+    "layernorm": lambda d_model, bias: nn.LayerNorm(d_model, eps=1e-5, bias=bias),
+    "rmsnorm": lambda d_model, bias: nn.RMSNorm(d_model, eps=1e-6),  # no bias to have
+}
+NORMS = tuple(NORM_LAYERS)
 NORM_PLACEMENTS = ("pre", "post")
-FFNS = ("gelu", "gelu_exact", "relu", "relu2", "swiglu")
 
 
 def make_norm(kind: str, d_model: int, bias: bool = True) -> nn.Module:
     """LayerNorm (eps 1e-5, optional bias) or RMSNorm (eps 1e-6)."""
-    if kind == "layernorm":
-        return nn.LayerNorm(d_model, eps=1e-5, bias=bias)
-    if kind == "rmsnorm":
-        return nn.RMSNorm(d_model, eps=1e-6)
-    raise ValueError(f"unknown norm {kind!r}; choose one of {NORMS}")
+    return lookup(NORM_LAYERS, kind, "norm")(d_model, bias)
+
+
+# FFN activations act on fc's output h [B,T,F]; a gated unit's fc gives [gate, up] ([B,T,2F]).
+
+
+def _gelu_tanh(h: Tensor) -> Tensor:
+    return F.gelu(h, approximate="tanh")
+
+
+def _relu2(h: Tensor) -> Tensor:
+    return F.relu(h).square()
+
+
+def _swiglu(h: Tensor) -> Tensor:
+    gate, up = h.chunk(2, dim=-1)
+    return F.silu(gate) * up
+
+
+FFN_ACTIVATIONS: dict[str, tuple[Callable[[Tensor], Tensor], int]] = {  # name -> (activation, fc width / d_ff)
+    "gelu": (_gelu_tanh, 1),
+    "gelu_exact": (F.gelu, 1),
+    "relu": (F.relu, 1),
+    "relu2": (_relu2, 1),
+    "swiglu": (_swiglu, 2),
+}
+FFNS = tuple(FFN_ACTIVATIONS)
 
 
 class FeedForward(nn.Module):
@@ -33,26 +60,13 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, kind: str = "gelu", bias: bool = True) -> None:
         super().__init__()
-        if kind not in FFNS:
-            raise ValueError(f"unknown ffn {kind!r}; choose one of {FFNS}")
         self.kind = kind
-        self.fc = nn.Linear(d_model, 2 * d_ff if kind == "swiglu" else d_ff, bias=bias)
+        self.act, width = lookup(FFN_ACTIVATIONS, kind, "ffn")
+        self.fc = nn.Linear(d_model, width * d_ff, bias=bias)
         self.proj = nn.Linear(d_ff, d_model, bias=bias)
 
     def forward(self, x: Tensor) -> Tensor:
-        h = self.fc(x)  # [B,T,F] (swiglu: [B,T,2F])
-        if self.kind == "gelu":
-            h = F.gelu(h, approximate="tanh")
-        elif self.kind == "gelu_exact":
-            h = F.gelu(h)
-        elif self.kind == "relu":
-            h = F.relu(h)
-        elif self.kind == "relu2":
-            h = F.relu(h).square()
-        else:
-            gate, up = h.chunk(2, dim=-1)
-            h = F.silu(gate) * up
-        return self.proj(h)
+        return self.proj(self.act(self.fc(x)))  # [B,T,F] (swiglu: [B,T,2F]) inside
 
 
 def check_block_options(cfg: Any, d_model: int, n_head: int, pos_encodings: tuple[str, ...]) -> None:
@@ -71,13 +85,13 @@ def check_block_options(cfg: Any, d_model: int, n_head: int, pos_encodings: tupl
         raise ConfigError(f"Sinusoidal positions need an even d_model, got {d_model}.")
 
 
-def block_options(cfg: Any, d_model: int, rotary: Rotary | None) -> dict[str, Any]:
+def block_options(cfg: Any, d_model: int, positions: Positions) -> dict[str, Any]:
     """Keyword arguments for EncoderBlock/DecoderBlock from a family config's shared fields
-    (d_ff = 0 means 4 x d_model)."""
+    (d_ff = 0 means 4 x d_model) and its positional encoding's parts (RoPE, ALiBi)."""
     return dict(
         d_ff=cfg.d_ff or 4 * d_model, norm=cfg.norm, norm_placement=cfg.norm_placement, ffn=cfg.ffn,
         bias=cfg.bias, dropout=cfg.dropout, attn_dropout=cfg.attn_dropout, scale=cfg.attn_scale,
-        rotary=rotary, alibi=cfg.pos_encoding == "alibi", uniform=getattr(cfg, "uniform_attention", False),
+        rotary=positions.rotary, alibi=positions.alibi, uniform=getattr(cfg, "uniform_attention", False),
         qk_norm=getattr(cfg, "qk_norm", False),
     )
 
@@ -91,13 +105,14 @@ class _Block(nn.Module):
     """Residual wiring shared by the blocks. Pre-LN: x + drop(f(norm(x))); post-LN: norm(x + drop(f(x)))."""
 
     def _init_residual(self, norm_placement: str, dropout: float) -> None:
-        self.pre = norm_placement == "pre"
+        self.pre = lookup({"pre": True, "post": False}, norm_placement, "norm placement")
         self.dropout = dropout
+        self.drop = Dropout(dropout)  # on the branch output; its mask from the run's generator
 
     def _sublayer(self, x: Tensor, norm: nn.Module, f: Callable[[Tensor], Tensor]) -> Tensor:
         h = f(norm(x) if self.pre else x)
         if self.training and self.dropout:  # no call at all on the decode hot path
-            h = F.dropout(h, self.dropout, training=True)
+            h = self.drop(h)
         return x + h if self.pre else norm(x + h)
 
 

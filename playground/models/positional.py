@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 
-POS_ENCODINGS = ("none", "sinusoidal", "learned", "rope", "alibi")
-ADDITIVE = ("sinusoidal", "learned")  # added to the token embeddings
+from playground.models.base import lookup
 
 
 def sinusoidal_table(n_positions: int, d_model: int, base: float = 10000.0) -> Tensor:
@@ -36,6 +37,24 @@ def sinusoidal_shift(delta: int, d_model: int, base: float = 10000.0) -> Tensor:
     return R.float()
 
 
+def _learned_table(module: nn.Module, n_positions: int, d_model: int) -> None:
+    """A trained [P, D] table, N(0, 0.02) at the start."""
+    module.weight = nn.Parameter(torch.zeros(n_positions, d_model))
+    nn.init.normal_(module.weight, std=0.02)
+
+
+def _sinusoidal_table(module: nn.Module, n_positions: int, d_model: int) -> None:
+    """A fixed [P, D] table (a buffer, not saved)."""
+    module.register_buffer("weight", sinusoidal_table(n_positions, d_model), persistent=False)
+
+
+ADDITIVE_TABLES: dict[str, Callable[[nn.Module, int, int], None]] = {
+    "sinusoidal": _sinusoidal_table,
+    "learned": _learned_table,
+}
+ADDITIVE = tuple(ADDITIVE_TABLES)  # added to the token embeddings
+
+
 class PositionalEmbedding(nn.Module):
     """Additive position vectors for positions [offset, offset + T): learned or sinusoidal."""
 
@@ -43,13 +62,12 @@ class PositionalEmbedding(nn.Module):
         super().__init__()
         self.kind = kind
         self.n_positions = n_positions
-        if kind == "learned":
-            self.weight = nn.Parameter(torch.zeros(n_positions, d_model))
-            nn.init.normal_(self.weight, std=0.02)
-        elif kind == "sinusoidal":
-            self.register_buffer("weight", sinusoidal_table(n_positions, d_model), persistent=False)
-        else:
-            raise ValueError(f"not an additive positional encoding: {kind}")
+        lookup(ADDITIVE_TABLES, kind, "additive positional encoding")(self, n_positions, d_model)
+
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """Redraw a learned table from ``generator`` (a sinusoidal table has nothing to draw)."""
+        if isinstance(self.weight, nn.Parameter):
+            nn.init.normal_(self.weight, std=0.02, generator=generator)
 
     def forward(self, T: int, offset: int = 0) -> Tensor:
         """[T, D] position vectors."""
@@ -98,3 +116,34 @@ def alibi_bias(slopes: Tensor, q_pos: Tensor, k_pos: Tensor, causal: bool) -> Te
     dist = q_pos[:, None] - k_pos[None, :]  # [Q, K]
     dist = dist.clamp_min(0) if causal else dist.abs()
     return -slopes[:, None, None] * dist.to(slopes.dtype)
+
+
+# ----------------------------------------------------------------------------------------
+# One table from the config's pos_encoding name to what it adds to a model.
+
+
+@dataclass
+class Positions:
+    """What a positional encoding adds to a model: a table added to the token embeddings, a
+    rotation of queries and keys inside attention, or ALiBi's score bias (or nothing)."""
+
+    embedding: PositionalEmbedding | None = None
+    rotary: Rotary | None = None
+    alibi: bool = False
+
+
+PositionsFactory = Callable[[int, int, int], Positions]  # (n_positions, d_model, head_dim) -> Positions
+
+POSITIONS: dict[str, PositionsFactory] = {
+    "none": lambda n, d, hd: Positions(),
+    "sinusoidal": lambda n, d, hd: Positions(embedding=PositionalEmbedding("sinusoidal", n, d)),
+    "learned": lambda n, d, hd: Positions(embedding=PositionalEmbedding("learned", n, d)),
+    "rope": lambda n, d, hd: Positions(rotary=Rotary(hd, n)),
+    "alibi": lambda n, d, hd: Positions(alibi=True),
+}
+POS_ENCODINGS = tuple(POSITIONS)
+
+
+def make_positions(kind: str, n_positions: int, d_model: int, n_head: int) -> Positions:
+    """The parts of positional encoding ``kind`` (one of POS_ENCODINGS) for ``n_positions``."""
+    return lookup(POSITIONS, kind, "positional encoding")(n_positions, d_model, d_model // n_head)

@@ -13,19 +13,88 @@ that fixed-size summary (the bottleneck baseline); its alignment is reported as 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Literal
 
 import torch
 from torch import Tensor, nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from torch.func import functional_call
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from playground.errors import ConfigError
 from playground.models.attention import SCORES, ScoredAttention, assign_attention_names, make_score
-from playground.models.base import ModelBase, ModelConfig
-
-CELLS = ("gru", "lstm")
-RNN_ATTENTIONS = ("none",) + SCORES
+from playground.models.base import ModelBase, ModelConfig, lookup
+from playground.models.dropout import Dropout
 
 Hidden = Tensor | tuple[Tensor, Tensor]  # GRU: h [L,B,H]; LSTM: (h, c)
+
+
+class _LayerDropoutRNN(nn.RNNBase):
+    """Base of :class:`GRU` / :class:`LSTM` (nn.GRU / nn.LSTM underneath): dropout between stacked layers drawn from a run's generator.
+
+    The built-in ``dropout=`` of nn.GRU/nn.LSTM draws from torch's global RNG (cuDNN: a state
+    seeded from it) and cannot take a generator. Here the module is built with dropout 0, so
+    its parameters keep their names (``weight_ih_l0``, ``weight_hh_l1_reverse``, ... : older
+    checkpoints load), and only a training forward with p > 0 and several layers runs the
+    layers one at a time: layer l is a one-layer RNN of the same kind called on layer l's own
+    parameters (``torch.func.functional_call`` on a parameter-less template), and
+    ``layer_drop`` (its mask from the run's generator) drops its output before layer l + 1, as
+    the built-in does. Evaluation and p = 0 take the built-in multi-layer kernel unchanged.
+    """
+
+    _base: type[nn.RNNBase]  # nn.GRU or nn.LSTM: the one-layer templates' class
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, *, dropout: float = 0.0,
+                 **kwargs: Any) -> None:
+        super().__init__(input_size, hidden_size, num_layers, dropout=0.0, **kwargs)  # type: ignore[misc]
+        self.layer_drop = Dropout(dropout if num_layers > 1 else 0.0)
+        self._templates: list[nn.RNNBase] = []  # one-layer modules on the meta device, not submodules
+
+    def forward(self, input: Tensor | PackedSequence, hx: Hidden | None = None) -> Any:
+        """Like nn.GRU / nn.LSTM (batch_first here): (output, final state [L*dirs,B,H], LSTM (h, c))."""
+        if not (self.training and self.layer_drop.p > 0):
+            return super().forward(input, hx)
+        dirs = 2 if self.bidirectional else 1
+        x, finals = input, []
+        for layer in range(self.num_layers):
+            template = self._template(layer)
+            params = {name: getattr(self, name.replace("_l0", f"_l{layer}"))  # weight_ih_l0 <- weight_ih_l{layer}
+                      for name in template._flat_weights_names}
+            h = None if hx is None else (tuple(t[layer * dirs:(layer + 1) * dirs] for t in hx)
+                                         if isinstance(hx, tuple) else hx[layer * dirs:(layer + 1) * dirs])
+            x, final = functional_call(template, params, (x, h))  # [B,T,dirs*H]
+            finals.append(final)  # [dirs,B,H] (LSTM: (h, c))
+            if layer < self.num_layers - 1:
+                x = x._replace(data=self.layer_drop(x.data)) if isinstance(x, PackedSequence) else self.layer_drop(x)
+        if isinstance(finals[0], tuple):
+            return x, tuple(torch.cat([f[i] for f in finals]) for i in range(2))
+        return x, torch.cat(finals)  # [L*dirs,B,H]
+
+    def _template(self, layer: int) -> nn.RNNBase:
+        """A parameter-less one-layer RNN shaped like layer ``layer`` (built once, on meta)."""
+        while len(self._templates) <= layer:
+            i = len(self._templates)
+            in_size = self.input_size if i == 0 else self.hidden_size * (2 if self.bidirectional else 1)
+            self._templates.append(self._base(in_size, self.hidden_size, 1, bias=self.bias,
+                                              batch_first=self.batch_first, bidirectional=self.bidirectional,
+                                              device="meta"))
+        return self._templates[layer]
+
+
+class GRU(_LayerDropoutRNN, nn.GRU):
+    """nn.GRU whose inter-layer dropout draws from the run's generator (see _LayerDropoutRNN)."""
+
+    _base = nn.GRU
+
+
+class LSTM(_LayerDropoutRNN, nn.LSTM):
+    """nn.LSTM whose inter-layer dropout draws from the run's generator (see _LayerDropoutRNN)."""
+
+    _base = nn.LSTM
+
+
+RNN_CELLS: dict[str, type[nn.RNNBase]] = {"gru": GRU, "lstm": LSTM}
+CELLS = tuple(RNN_CELLS)
+RNN_ATTENTIONS = ("none",) + SCORES
 
 
 @dataclass
@@ -36,8 +105,8 @@ class RNNSeq2SeqConfig(ModelConfig):
     pad_id: int = 0
     bos_id: int = 1
     eos_id: int = 2
-    cell: str = "gru"  # gru | lstm
-    attention: str = "additive"  # none | additive | dot | general | scaled_dot
+    cell: Literal["gru", "lstm"] = "gru"
+    attention: Literal["none", "additive", "dot", "general", "scaled_dot", "uniform"] = "additive"  # none: the fixed-vector bottleneck
     emb_dim: int = 64
     hidden: int = 128  # decoder state size = encoder state size (split over directions)
     n_layers: int = 1
@@ -82,16 +151,21 @@ class RNNDecodeState:
             self.hidden = self.hidden.index_select(1, index)
 
 
+def make_attention(c: RNNSeq2SeqConfig) -> ScoredAttention | None:
+    """The decoder's attention over the encoder states, or None (attention = "none")."""
+    if c.attention not in SCORES:
+        return None
+    return ScoredAttention(make_score(c.attention, c.hidden, c.hidden, c.attn_dim or c.hidden))
+
+
 class _Decoder(nn.Module):
     """Decoder parts: rnn, attention (None without), combine."""
 
     def __init__(self, c: RNNSeq2SeqConfig) -> None:
         super().__init__()
-        rnn_cls = nn.GRU if c.cell == "gru" else nn.LSTM
-        self.rnn = rnn_cls(c.emb_dim + c.hidden, c.hidden, c.n_layers, batch_first=True,
-                           dropout=c.dropout if c.n_layers > 1 else 0.0)
-        self.attention = (None if c.attention == "none" else
-                          ScoredAttention(make_score(c.attention, c.hidden, c.hidden, c.attn_dim or c.hidden)))
+        rnn_cls = lookup(RNN_CELLS, c.cell, "cell")
+        self.rnn = rnn_cls(c.emb_dim + c.hidden, c.hidden, c.n_layers, batch_first=True, dropout=c.dropout)
+        self.attention = make_attention(c)
         self.combine = nn.Linear(2 * c.hidden + c.emb_dim, c.hidden)
 
 
@@ -108,12 +182,12 @@ class RNNSeq2Seq(ModelBase):
         self.src_emb = nn.Embedding(c.vocab_size, c.emb_dim, padding_idx=c.pad_id)
         self.tgt_emb = nn.Embedding(c.vocab_size, c.emb_dim, padding_idx=c.pad_id)
         self.n_dirs = 2 if c.bidirectional else 1
-        rnn_cls = nn.GRU if c.cell == "gru" else nn.LSTM
+        rnn_cls = lookup(RNN_CELLS, c.cell, "cell")
         self.encoder = rnn_cls(c.emb_dim, c.hidden // self.n_dirs, c.n_layers, batch_first=True,
-                               bidirectional=c.bidirectional, dropout=c.dropout if c.n_layers > 1 else 0.0)
+                               bidirectional=c.bidirectional, dropout=c.dropout)
         self.decoder = _Decoder(c)
         self.lm_head = nn.Linear(c.hidden, c.vocab_size)
-        self.drop = nn.Dropout(c.dropout)
+        self.drop = Dropout(c.dropout)
         assign_attention_names(self)
 
     def _merge_directions(self, h: Tensor) -> Tensor:

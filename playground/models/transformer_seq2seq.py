@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
 
+import torch
 from torch import Tensor, nn
 
 from playground.errors import ConfigError, PlaygroundError
 from playground.models.attention import KVCache, assign_attention_names
 from playground.models.base import ModelBase, ModelConfig, init_transformer_weights
+from playground.models.dropout import Dropout
 from playground.models.layers import (
     DecoderBlock,
     EncoderBlock,
@@ -22,7 +25,7 @@ from playground.models.layers import (
     check_block_options,
     final_norm,
 )
-from playground.models.positional import ADDITIVE, POS_ENCODINGS, PositionalEmbedding, Rotary
+from playground.models.positional import POS_ENCODINGS, make_positions
 
 
 @dataclass
@@ -41,10 +44,10 @@ class TransformerSeq2SeqConfig(ModelConfig):
     max_len: int = 256  # longest source and longest target sequence
     dropout: float = 0.0
     bias: bool = True
-    pos_encoding: str = "sinusoidal"  # sinusoidal | learned | rope | alibi | none
-    norm: str = "layernorm"
-    norm_placement: str = "post"  # post (paper) | pre
-    ffn: str = "relu"
+    pos_encoding: Literal["none", "sinusoidal", "learned", "rope", "alibi"] = "sinusoidal"
+    norm: Literal["layernorm", "rmsnorm"] = "layernorm"
+    norm_placement: Literal["pre", "post"] = "post"  # post: the paper's
+    ffn: Literal["gelu", "gelu_exact", "relu", "relu2", "swiglu"] = "relu"
     attn_scale: bool = True
     d_ff: int = 0  # 0 = 4 * d_model
     attn_dropout: float = 0.0
@@ -105,24 +108,31 @@ class TransformerSeq2Seq(ModelBase):
         self.config = c = config
         self.src_emb = nn.Embedding(c.vocab_size, c.d_model)
         self.tgt_emb = nn.Embedding(c.vocab_size, c.d_model)
-        self.pos_emb = PositionalEmbedding(c.pos_encoding, c.max_len, c.d_model) if c.pos_encoding in ADDITIVE else None
-        rotary = Rotary(c.d_model // c.n_head, c.max_len) if c.pos_encoding == "rope" else None
-        self.drop = nn.Dropout(c.emb_dropout)
-        opts = block_options(c, c.d_model, rotary)
+        positions = make_positions(c.pos_encoding, c.max_len, c.d_model, c.n_head)
+        self.pos_emb = positions.embedding  # learned/sinusoidal table, else None
+        self.drop = Dropout(c.emb_dropout)
+        opts = block_options(c, c.d_model, positions)
         # uniform_attention freezes only the cross-attention (attention over the input)
         self.encoder = _Stack([EncoderBlock(c.d_model, c.n_head, causal=False, **{**opts, "uniform": False})
                                for _ in range(c.n_encoder_layers)], final_norm(c, c.d_model))
         self.decoder = _Stack([DecoderBlock(c.d_model, c.n_head, **opts)
                                for _ in range(c.n_decoder_layers)], final_norm(c, c.d_model))
         self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)
-        init_transformer_weights(self, 2 * c.n_encoder_layers + 3 * c.n_decoder_layers)
-        if c.scale_embeddings:  # scaled embeddings start at unit variance (fairseq init)
-            nn.init.normal_(self.src_emb.weight, 0.0, c.d_model**-0.5)
-            nn.init.normal_(self.tgt_emb.weight, 0.0, c.d_model**-0.5)
+        self.init_family_weights()
         if c.share_embeddings:
             self.tgt_emb.weight = self.src_emb.weight
         self.lm_head.weight = self.tgt_emb.weight
         assign_attention_names(self)
+
+    def init_family_weights(self, generator: torch.Generator | None = None) -> None:
+        """GPT-2 init over every residual sublayer; scaled embeddings start at unit variance
+        once scaled by sqrt(d_model) (fairseq init)."""
+        c = self.config
+        init_transformer_weights(self, 2 * c.n_encoder_layers + 3 * c.n_decoder_layers, generator=generator)
+        if c.scale_embeddings:
+            nn.init.normal_(self.src_emb.weight, 0.0, c.d_model**-0.5, generator=generator)
+            if self.tgt_emb.weight is not self.src_emb.weight:
+                nn.init.normal_(self.tgt_emb.weight, 0.0, c.d_model**-0.5, generator=generator)
 
     def _embed(self, ids: Tensor, emb: nn.Embedding, offset: int = 0) -> Tensor:
         """ids [B,T] -> [B,T,D] (scaled token embedding + positions offset.. + dropout)."""

@@ -4,6 +4,7 @@ classification head."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 from torch import Tensor, nn
@@ -11,8 +12,9 @@ from torch import Tensor, nn
 from playground.errors import ConfigError, DataError
 from playground.models.attention import assign_attention_names
 from playground.models.base import ModelBase, ModelConfig, init_transformer_weights
+from playground.models.dropout import Dropout
 from playground.models.layers import EncoderBlock, block_options, check_block_options, final_norm
-from playground.models.positional import ADDITIVE, POS_ENCODINGS, PositionalEmbedding, Rotary
+from playground.models.positional import POS_ENCODINGS, make_positions
 
 POOLS = ("cls", "mean")
 
@@ -28,18 +30,18 @@ class ViTConfig(ModelConfig):
     d_model: int = 128
     n_layer: int = 4
     n_head: int = 4
-    pool: str = "cls"  # cls | mean
+    pool: Literal["cls", "mean"] = "cls"
     dropout: float = 0.0
     bias: bool = True
-    pos_encoding: str = "learned"  # learned | sinusoidal | rope | alibi | none (1-D, row-major)
-    norm: str = "layernorm"
-    norm_placement: str = "pre"
-    ffn: str = "gelu_exact"
+    pos_encoding: Literal["none", "sinusoidal", "learned", "rope", "alibi"] = "learned"  # 1-D, row-major
+    norm: Literal["layernorm", "rmsnorm"] = "layernorm"
+    norm_placement: Literal["pre", "post"] = "pre"
+    ffn: Literal["gelu", "gelu_exact", "relu", "relu2", "swiglu"] = "gelu_exact"
     attn_scale: bool = True
     d_ff: int = 0  # 0 = 4 * d_model
     attn_dropout: float = 0.0
     emb_dropout: float = 0.0
-    input_norm: str = "none"  # none | per_image: each image standardised per channel before patching
+    input_norm: Literal["none", "per_image"] = "none"  # per_image: each image standardised per channel before patching
     uniform_attention: bool = False  # attention frozen uniform over visible keys (W&P baseline)
 
     def __post_init__(self) -> None:
@@ -92,18 +94,21 @@ class ViT(ModelBase):
         self.grid = (c.image_size // c.patch_size, c.image_size // c.patch_size)
         self.patch_emb = PatchEmbedding(c.channels, c.d_model, c.patch_size)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, c.d_model)) if c.pool == "cls" else None
-        n = c.n_tokens
-        self.pos_emb = PositionalEmbedding(c.pos_encoding, n, c.d_model) if c.pos_encoding in ADDITIVE else None
-        rotary = Rotary(c.d_model // c.n_head, n) if c.pos_encoding == "rope" else None
-        self.drop = nn.Dropout(c.emb_dropout)
+        positions = make_positions(c.pos_encoding, c.n_tokens, c.d_model, c.n_head)
+        self.pos_emb = positions.embedding  # learned/sinusoidal table, else None
+        self.drop = Dropout(c.emb_dropout)
         self.blocks = nn.ModuleList(
-            EncoderBlock(c.d_model, c.n_head, causal=False, **block_options(c, c.d_model, rotary))
+            EncoderBlock(c.d_model, c.n_head, causal=False, **block_options(c, c.d_model, positions))
             for _ in range(c.n_layer)
         )
         self.ln_f = final_norm(c, c.d_model)
         self.head = nn.Linear(c.d_model, c.n_classes)
-        init_transformer_weights(self, 2 * c.n_layer)
+        self.init_family_weights()
         assign_attention_names(self)
+
+    def init_family_weights(self, generator: torch.Generator | None = None) -> None:
+        """GPT-2 init (the CLS token too: N(0, 0.02))."""
+        init_transformer_weights(self, 2 * self.config.n_layer, generator=generator)
 
     def forward(self, images: Tensor) -> Tensor:
         """images [B,C,H,W] -> logits [B,n_classes]."""

@@ -3,7 +3,9 @@
 Besides model.safetensors / config.json / tokenizer.json / metrics.csv a training bundle holds
 
 - `train_state.safetensors`: optimizer tensors (`optim.<param index>.<name>`, e.g. Adam's
-  exp_avg, exp_avg_sq, step) and RNG states (`rng.cpu`, `rng.cuda`) — tensors only, never pickled;
+  exp_avg, exp_avg_sq, step) and the states of the run's own generators (`rng.<stream>`:
+  `rng.init`, `rng.dropout`; bundles from before #14 hold torch's global `rng.cpu` / `rng.cuda`
+  instead) — tensors only, never pickled;
 - `train_state.json`: the optimizer's param groups and non-tensor state, the scheduler's
   state_dict, the step and the preset sections the run was resolved from.
 
@@ -22,7 +24,7 @@ from typing import Any
 
 import torch
 
-from playground.bundle import read_metrics_csv, save_bundle, unwrap_model
+from playground.bundle import read_metrics_csv, save_bundle
 from playground.errors import NotFoundError, PlaygroundError
 from playground.workspace import Workspace, write_json
 
@@ -121,8 +123,12 @@ def save_checkpoint(
     optimizer: torch.optim.Optimizer | None,
     scheduler: Any | None,
     run_info: dict[str, Any],
+    generators: dict[str, torch.Generator] | None = None,
 ) -> Path:
-    """Write the bundle `name` atomically (weights, config, tokenizer, metrics, train state)."""
+    """Write the bundle `name` atomically (weights, config, tokenizer, metrics, train state).
+
+    `generators`: the run's random streams, saved as `rng.<name>` (resumed by the engine).
+    """
 
     def write_extra(tmp: Path) -> None:
         from safetensors.torch import save_file
@@ -130,9 +136,7 @@ def save_checkpoint(
         if optimizer is None:  # train.save_optimizer = false: a lighter, non-resumable bundle
             return
         meta: dict[str, Any] = {"step": step, "sections": sections, "preset": preset_name}
-        tensors: dict[str, torch.Tensor] = {"rng.cpu": torch.get_rng_state()}
-        if torch.cuda.is_available() and next(unwrap_model(model).parameters()).is_cuda:
-            tensors["rng.cuda"] = torch.cuda.get_rng_state()
+        tensors: dict[str, torch.Tensor] = {f"rng.{k}": g.get_state() for k, g in (generators or {}).items()}
         if optimizer is not None:
             opt_tensors, opt_meta = optimizer_state_to_files(optimizer)
             tensors.update(opt_tensors)

@@ -1,4 +1,5 @@
-"""Training configuration: the typed `[train]` section, run specs resolved from presets, TOML out.
+"""Training configuration: the typed `[train]` section, `[model]` values checked against a family's
+config, presets as plain data and as TOML (run specs: :mod:`playground.training.spec`).
 
 A preset's `[model]` keys go to the family's config dataclass (playground.models), `[data]` to
 the family adapter's data config (playground.training.data), `[train]` to :class:`TrainConfig`.
@@ -12,9 +13,9 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from playground.config import Preset, apply_overrides, build_dataclass, coerce, load_preset, parse_overrides
+from playground.config import Preset, coerce
 from playground.errors import ConfigError
-from playground.settings import DemoCaps
+from playground.models.base import C, ModelConfig
 
 SCHEDULES = ("constant", "cosine", "inverse_sqrt")
 OPTIMIZERS = ("adamw", "adam", "sgd", "muon")
@@ -88,27 +89,6 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
 
-@dataclass
-class RunSpec:
-    """A preset resolved into typed sections; `model` stays raw until the data fixes vocab sizes."""
-
-    preset: Preset
-    train: TrainConfig
-    data: Any  # the family adapter's data config dataclass
-
-    @property
-    def family(self) -> str:
-        return self.preset.family
-
-    @property
-    def name(self) -> str:
-        return self.preset.name
-
-    def sections(self) -> dict[str, Any]:
-        """The preset as plain data (what a bundle stores to resume or reproduce the run)."""
-        return preset_sections(self.preset)
-
-
 def preset_sections(preset: Preset) -> dict[str, Any]:
     """`{"family", "description", "model", "data", "train"}` of a preset, plain JSON data."""
     return {"family": preset.family, "description": preset.description,
@@ -122,7 +102,7 @@ def preset_from_sections(sections: dict[str, Any], name: str) -> Preset:
                   train=dict(sections.get("train", {})))
 
 
-def check_model_values(config_cls: type, values: dict[str, Any]) -> dict[str, Any]:
+def check_model_values(config_cls: type[ModelConfig], values: dict[str, Any]) -> dict[str, Any]:
     """Coerce `[model]` values by the family config's field types; unknown keys are errors.
 
     Returns the coerced values. Whole-config checks (d_model % n_head, choices) run when the
@@ -134,11 +114,19 @@ def check_model_values(config_cls: type, values: dict[str, Any]) -> dict[str, An
     for key, value in values.items():
         if key not in fields:
             raise ConfigError(f"Unknown key model.{key}; valid keys in [model]: {', '.join(sorted(fields))}.")
-        out[key] = coerce(value, hints[key], f"model.{key}")
+        out[key] = coerce(value, _value_type(hints[key]), f"model.{key}")
     return out
 
 
-def build_model_config(config_cls: type, values: dict[str, Any], derived: dict[str, Any]) -> Any:
+def _value_type(hint: Any) -> Any:
+    """The type a `[model]` value is coerced to: a choice (Literal) as its values' type, since the
+    choices themselves are checked with the whole config."""
+    if typing.get_origin(hint) is Literal:
+        return type(typing.get_args(hint)[0])
+    return hint
+
+
+def build_model_config(config_cls: type[C], values: dict[str, Any], derived: dict[str, Any]) -> C:
     """The family config from preset values plus fields fixed by the data (vocab size, image shape).
 
     A preset value that contradicts the data is an error naming the key.
@@ -155,47 +143,6 @@ def build_model_config(config_cls: type, values: dict[str, Any], derived: dict[s
     except (TypeError, ValueError) as exc:  # ConfigError is a ValueError
         message = str(exc).replace(f"{config_cls.__name__}.", "model.")
         raise ConfigError(f"[model] {message}") from None
-
-
-def resolve_run(preset: Preset | str, overrides: dict[str, Any] | list[str] | None = None,
-                caps: DemoCaps | None = None) -> RunSpec:
-    """Apply overrides and type-check the `[data]`, `[train]` and `[model]` sections.
-
-    Every size is checked against `caps` (default FULL_CAPS) before anything is loaded or built.
-    """
-    from playground.models.registry import get_family
-    from playground.training.adapters import get_adapter
-
-    if isinstance(preset, str):
-        preset = load_preset(preset)
-    if isinstance(overrides, list):
-        overrides = parse_overrides(overrides)
-    if overrides:
-        preset = apply_overrides(preset, overrides)
-    adapter = get_adapter(preset.family)
-    check_model_values(get_family(preset.family).config_cls, preset.model)
-    data = build_dataclass(adapter.data_config_cls, preset.data, "data")
-    train = build_dataclass(TrainConfig, preset.train, "train")
-    spec = RunSpec(preset=preset, train=train, data=data)
-    check_run_sizes(spec, caps)
-    return spec
-
-
-def check_run_sizes(spec: RunSpec, caps: DemoCaps | None = None, check_steps: bool = True) -> None:
-    """TooBigError unless `[train]`, `[data]` and the `[model]` known so far fit `caps` (default FULL_CAPS)."""
-    from playground import limits
-
-    limits.check_train_config(spec.train, caps, check_steps=check_steps)
-    limits.check_data_config(spec.data, caps)
-    limits.check_model_values(spec.family, check_model_values(get_family_config(spec.family), spec.preset.model),
-                              caps, spec.train.batch_size, spec.train.optimizer)
-
-
-def get_family_config(family: str) -> type:
-    """The `[model]` config dataclass of `family`."""
-    from playground.models.registry import get_family
-
-    return get_family(family).config_cls
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,8 +7,18 @@ Per-family work goes through playground.training.adapters; per-device choices th
 playground.training.device. Stopping is per run: pass a threading.Event or a callable; closing
 the generator (a UI's Stop) also stops it. Either way the run's bundle is written at the step it
 stopped, and every checkpoint is written atomically, so the last good one is always loadable.
-Under `torchrun` (WORLD_SIZE > 1) the model is wrapped in DistributedDataParallel; each process
-takes its slice of the same global batch, so the loss curve matches a single process.
+Under `torchrun` (any number of processes, one included) the model is wrapped in
+DistributedDataParallel; each process takes its slice of the same global batch, so the loss
+curve matches a single process. On a known GPU, step and eval events carry the run's model
+FLOPs utilisation (playground.training.flops).
+
+A run owns its randomness and never seeds torch's process-global RNG nor keeps a value drawn
+from it (the app trains several users' runs in threads of one process): the weights are redrawn
+from the run's "init" generator after the model is built, dropout masks come from its "dropout"
+generator (on the run's device), batches from per-step generators
+(playground.training.data.step_generator), the GPT preview's sample from its own generator.
+Checkpoints keep the generators' states, so Resume continues the same masks without touching
+any other run.
 """
 from __future__ import annotations
 
@@ -19,17 +29,19 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
 
 from playground.config import Preset
 from playground.errors import ConfigError, PlaygroundError, TrainingError
-from playground.models.registry import build_model
+from playground.families import build_model, get_family
+from playground.models.dropout import set_dropout_generator
+from playground.models.init import init_weights
 from playground.settings import resolve_device
 from playground.stopping import StopFlag, is_stopped
-from playground.training.adapters import FamilyAdapter, Prepared, Preview, get_adapter
+from playground.training.adapters import FamilyAdapter, Prepared, Preview
 from playground.training.checkpoint import (
     ResumeState,
     load_resume_state,
@@ -37,9 +49,11 @@ from playground.training.checkpoint import (
     save_checkpoint,
 )
 from playground.limits import check_model_size, is_out_of_memory, too_big_on_oom
-from playground.training.config import RunSpec, TrainConfig, check_run_sizes, preset_from_sections, resolve_run
+from playground.training.config import TrainConfig, preset_from_sections
 from playground.training.device import DeviceCaps, device_caps
+from playground.training.flops import device_peak, mfu
 from playground.training.schedules import make_scheduler
+from playground.training.spec import RunSpec, check_run_sizes, resolve_run
 from playground.workspace import Workspace, validate_name
 from playground.zerogpu import TRAIN_S, gpu
 
@@ -60,6 +74,7 @@ class TrainEvent:
     lr: float | None = None
     grad_norm: float | None = None
     throughput: float | None = None  # `unit` per second, all processes together
+    mfu: float | None = None  # model FLOPs utilisation of the GPU(s), where the GPU and family are known
     unit: str = "tokens"
     elapsed_s: float = 0.0  # training time of the run (resumed runs include earlier time)
     eta_s: float | None = None
@@ -75,20 +90,83 @@ class TrainEvent:
 
 @dataclass(frozen=True)
 class DistInfo:
-    """This process's place in a distributed run (torchrun sets RANK / WORLD_SIZE / LOCAL_RANK)."""
+    """This process's place in a distributed run (torchrun sets RANK / WORLD_SIZE / LOCAL_RANK).
+
+    ``launched``: started by torchrun, so the run is distributed (a process group, DDP) even with
+    one process, which is how the DDP path is exercised on a single GPU.
+    """
 
     rank: int = 0
     world_size: int = 1
     local_rank: int = 0
+    launched: bool = False
 
     @property
     def is_main(self) -> bool:
         return self.rank == 0
 
+    @property
+    def distributed(self) -> bool:
+        """Whether the run uses a process group (all-reduces, DDP)."""
+        return self.launched or self.world_size > 1
+
     @classmethod
     def from_env(cls) -> DistInfo:
         return cls(int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)),
-                   int(os.environ.get("LOCAL_RANK", 0)))
+                   int(os.environ.get("LOCAL_RANK", 0)), launched="TORCHELASTIC_RUN_ID" in os.environ)
+
+
+class RandomStream(NamedTuple):
+    """One of a run's generators: its seed is mixed from train.seed and ``salt``."""
+
+    salt: int
+    on_device: bool  # False: on the host
+
+
+# "init" draws the weights on the host (models are built there), "dropout" the masks on the device.
+RNG_STREAMS: dict[str, RandomStream] = {"init": RandomStream(0, False), "dropout": RandomStream(1, True)}
+# Checkpoints written before runs had generators kept torch's global states, which dropout drew from.
+LEGACY_RNG_KEYS: dict[tuple[str, str], str] = {("dropout", "cpu"): "rng.cpu", ("dropout", "cuda"): "rng.cuda"}
+
+
+def _stream_seed(seed: int, salt: int, step: int = 0) -> int:
+    """A generator seed from (train.seed, stream, step); stream 0 at step 0 is the seed itself."""
+    return (seed + salt * 1_000_003 + step * 7919) % (2**63 - 1)
+
+
+def run_generators(seed: int, device: str | torch.device) -> dict[str, torch.Generator]:
+    """The run's generators (RNG_STREAMS), seeded from ``train.seed``."""
+    out = {}
+    for name, stream in RNG_STREAMS.items():
+        g = torch.Generator(device=torch.device(device) if stream.on_device else "cpu")
+        g.manual_seed(_stream_seed(seed, stream.salt))
+        out[name] = g
+    return out
+
+
+def restore_generators(generators: dict[str, torch.Generator], tensors: dict[str, torch.Tensor],
+                       seed: int, step: int) -> list[str]:
+    """Set each generator to its saved state ``rng.<name>`` (notes say what could not be).
+
+    A checkpoint from before runs had generators: the dropout stream continues from the saved
+    global state of its device type (what dropout drew from then). A state of another device
+    type (saved on a GPU, resumed on the CPU) cannot be loaded: the stream is reseeded from
+    (seed, step) instead, so the resumed run is reproducible but not the uninterrupted one.
+    """
+    notes = []
+    for name, g in generators.items():
+        state = tensors.get(f"rng.{name}")
+        if state is None:
+            state = tensors.get(LEGACY_RNG_KEYS.get((name, g.device.type), ""))
+        if state is None:
+            continue
+        try:
+            g.set_state(state)
+        except (RuntimeError, ValueError):
+            g.manual_seed(_stream_seed(seed, RNG_STREAMS[name].salt, step))
+            notes.append(f"the {name} random stream was saved on another device type and restarts from "
+                         f"(seed, step {step}).")
+    return notes
 
 
 def make_optimizer(model: nn.Module, cfg: TrainConfig, caps: DeviceCaps) -> torch.optim.Optimizer:
@@ -135,6 +213,7 @@ class _Run:
     workspace: Workspace
     name: str
     rows: list[dict[str, Any]]
+    generators: dict[str, torch.Generator]  # the run's random streams (RNG_STREAMS)
     step: int = 0
     elapsed_s: float = 0.0
     seen: int = 0  # tokens or samples trained on
@@ -163,22 +242,13 @@ def _save(run: _Run, status: str) -> str:
         data={**asdict(run.spec.data), **run.prep.info}, step=run.step, rows=run.rows,
         summary=_summary(run, status), tokenizer=run.prep.tokenizer, class_names=run.prep.class_names,
         optimizer=run.optimizer if cfg.save_optimizer else None,
-        scheduler=run.scheduler if cfg.save_optimizer else None,
+        scheduler=run.scheduler if cfg.save_optimizer else None, generators=run.generators,
         run_info={"status": status, "saved_at": round(time.time(), 3), "elapsed_s": round(run.elapsed_s, 3), "seen": run.seen, "unit": run.adapter.unit,
                   "device": run.caps.describe(), "world_size": run.dist.world_size,
                   "parameters": sum(p.numel() for p in run.model.parameters())},
     )
     run.saved_step = run.step
     return run.name
-
-
-def adapter_seq_len(prep: Prepared) -> int | None:
-    """The longest source or target of a seq2seq run's data (None for other families)."""
-    payload = prep.payload
-    if not hasattr(payload, "train_src"):
-        return None
-    lengths = [len(x) for part in (payload.train_src, payload.train_tgt) for x in part]
-    return max(lengths) + 1 if lengths else None
 
 
 def _setup(
@@ -222,9 +292,10 @@ def _setup(
     if cfg.batch_size % dist.world_size:
         raise ConfigError(f"train.batch_size = {cfg.batch_size} must be a multiple of the {dist.world_size} processes.")
 
-    adapter = get_adapter(spec.family)
+    family = get_family(spec.family)
+    adapter = family.adapter
     dev = resolve_device(device)
-    if dev == "cuda" and dist.world_size > 1:
+    if dev == "cuda" and dist.distributed:
         dev = f"cuda:{dist.local_rank}"
         torch.cuda.set_device(dist.local_rank)
     caps = device_caps(dev, cfg.precision, cfg.compile)
@@ -232,15 +303,18 @@ def _setup(
     prep = adapter.prepare(spec.data, spec.preset.model, workspace, tokenizer=state.tokenizer if state else None,
                            limits=limits, policy=policy)
 
-    check_model_size(spec.family, prep.model_config, cfg, limits, seq_len=adapter_seq_len(prep))
-    torch.manual_seed(cfg.seed)
+    check_model_size(spec.family, prep.model_config, cfg, limits, seq_len=family.sizes.longest_sequence(prep.payload))
+    generators = run_generators(cfg.seed, dev)
     with too_big_on_oom("This model", "lower model.d_model, model.n_layer or train.batch_size"):
-        model = build_model(spec.family, prep.model_config)
+        model = build_model(spec.family, prep.model_config)  # torch's init: global RNG, redrawn below
     if state is not None:
         from safetensors.torch import load_model
 
         load_model(model, str(state.path / "model.safetensors"), strict=True, device="cpu")
+    else:
+        init_weights(model, generators["init"])  # every weight from the run's own generator
     model.to(dev)
+    set_dropout_generator(model, generators["dropout"])
     optimizer = make_optimizer(model, cfg, caps)
     scheduler = make_scheduler(optimizer, cfg, adapter.d_model(prep.model_config))
     rows: list[dict[str, Any]] = []
@@ -255,10 +329,7 @@ def _setup(
         with warnings.catch_warnings():  # "scheduler.step() before optimizer.step()": intended here
             warnings.simplefilter("ignore", UserWarning)
             scheduler.step()  # sets the lr of update `state.step`
-        if "rng.cpu" in state.tensors:
-            torch.set_rng_state(state.tensors["rng.cpu"])
-        if "rng.cuda" in state.tensors and caps.device_type == "cuda":
-            torch.cuda.set_rng_state(state.tensors["rng.cuda"])
+        notes += restore_generators(generators, state.tensors, cfg.seed, state.step)
         rows = [r for r in state.rows if (r.get("step") or 0) <= state.step]
         step = state.step
         notes.append(f"resumed {name!r} at step {step}.")
@@ -266,13 +337,13 @@ def _setup(
     train_model: nn.Module = model
     if caps.compile:
         train_model = torch.compile(model)
-    if dist.world_size > 1:
+    if dist.distributed:
         from torch.nn.parallel import DistributedDataParallel
 
         ids = [dist.local_rank] if caps.device_type == "cuda" else None
         train_model = DistributedDataParallel(train_model, device_ids=ids)
     run = _Run(spec, adapter, prep, model, train_model, optimizer, scheduler, caps, dist, workspace, name, rows,
-               step=step, elapsed_s=state.elapsed_s if state else 0.0)
+               generators, step=step, elapsed_s=state.elapsed_s if state else 0.0)
     run.saved_step = step if state is not None else -1
     return run, notes
 
@@ -327,7 +398,11 @@ def _loop(run: _Run, notes: list[str], stop: StopFlag) -> Iterator[TrainEvent]:
     micro = cfg.batch_size // world
     global_size = cfg.batch_size * cfg.grad_accum
     unit = adapter.unit
-    ddp = run.train_model if world > 1 else None
+    ddp = run.train_model if dist.distributed else None
+    # model FLOPs utilisation: per-unit FLOPs from the family, the peak of every process's GPU
+    flops_per_unit = get_family(run.spec.family).sizes.train_flops_per_unit(prep.model_config)
+    peak = device_peak(caps.device, caps.autocast_dtype, caps.tf32)
+    peak_all = peak * world if peak else None
 
     def event(kind: str, **kw: Any) -> TrainEvent:
         return TrainEvent(kind, run.step, cfg.max_steps, unit=unit, elapsed_s=run.elapsed_s, **kw)
@@ -383,9 +458,9 @@ def _loop(run: _Run, notes: list[str], stop: StopFlag) -> Iterator[TrainEvent]:
     try:
         while run.step < cfg.max_steps:
             flag = is_stopped(stop)
-            if world > 1 and pending:
+            if dist.distributed and pending:
                 flag = False  # ranks agree on stopping only at read-back points (no extra syncs)
-            elif world > 1:
+            elif dist.distributed:
                 t = torch.tensor([1.0 if flag else 0.0], device=caps.device)
                 torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
                 flag = bool(t.item())
@@ -410,7 +485,7 @@ def _loop(run: _Run, notes: list[str], stop: StopFlag) -> Iterator[TrainEvent]:
             clip = cfg.grad_clip if cfg.grad_clip > 0 else math.inf
             norm = torch.nn.utils.clip_grad_norm_(run.model.parameters(), clip)  # [] on the device
             loss_mean = loss_sum / cfg.grad_accum
-            if world > 1:
+            if dist.distributed:
                 torch.distributed.all_reduce(loss_mean)
                 loss_mean = loss_mean / world
             pending.append((run.step + 1, lr, loss_mean, norm))
@@ -432,7 +507,8 @@ def _loop(run: _Run, notes: list[str], stop: StopFlag) -> Iterator[TrainEvent]:
             evals_left = remaining // cfg.eval_interval + 1
             if is_log:  # log and eval steps always follow a read-back: step_time and rate are fresh
                 yield event("step", train_loss=sum(window_losses) / len(window_losses), lr=lr, grad_norm=grad_norm,
-                            throughput=rate, eta_s=remaining * step_time + evals_left * eval_time)
+                            throughput=rate, mfu=mfu(rate, flops_per_unit, peak_all),
+                            eta_s=remaining * step_time + evals_left * eval_time)
                 window_losses = []
             if is_eval and dist.is_main:
                 te = time.perf_counter()
@@ -443,7 +519,7 @@ def _loop(run: _Run, notes: list[str], stop: StopFlag) -> Iterator[TrainEvent]:
                 eval_time = time.perf_counter() - te
                 metrics = {k: v for k, v in row.items() if k not in ("step", "train_loss", "val_loss", "lr", "elapsed_s")}
                 yield event("eval", train_loss=row["train_loss"], val_loss=row["val_loss"], lr=row["lr"],
-                            throughput=rate, eta_s=remaining * step_time + (evals_left - 1) * eval_time,
+                            throughput=rate, mfu=mfu(rate, flops_per_unit, peak_all), eta_s=remaining * step_time + (evals_left - 1) * eval_time,
                             metrics=metrics, preview=preview, checkpoint=ckpt)
     except GeneratorExit:
         # the consumer closed us (a UI Stop): keep the work done since the last checkpoint,

@@ -1,7 +1,7 @@
 """Analyze tab: did attention explain this prediction?
 
-Layout: the checkpoint dropdown on top, then sub-tabs: "Per input" (this module) and, when
-`playground/ui/experiments_view.py` exists, "Experiments" (its `build(ctx, checkpoint)`).
+Layout: the checkpoint dropdown on top, then sub-tabs: "Per input" (this module) and
+"Experiments" (`playground/ui/experiments_view.py`'s `build(ctx, checkpoint, tab)`).
 
 Per input: choose the input (a prompt, an image or a validation sample, a source sentence)
 and the target; every chosen method is drawn over the input side by side (token strips,
@@ -14,32 +14,20 @@ and device with functools.partial.
 """
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import gradio as gr
 
+from playground.analysis.explainer import FamilyExplainer
+from playground.errors import PlaygroundError
+from playground.families import get_family
 from playground.scratch import download_dir
+from playground.ui import experiments_view
 from playground.ui.components import Chart, ReadableImage, Slider
 from playground.ui.context import AppContext, model_choices, text_hint
 from playground.ui.tables import Table
 from playground.workspace import Workspace
 
-EXPERIMENTS_MODULE = "playground.ui.experiments_view"
-
-ABOUT = {
-    "lm": "**GPT** · explains the next token after the query position. Type a prompt; the position "
-          "is a token index (blank = the last token, negative counts from the end); the target is a token "
-          "(blank = the model's prediction, `#id` for an id).",
-    "classifier": "**ViT** · explains a class logit over the image's patches. Upload an image or pick a "
-                  "validation sample (vit-shapes samples carry the object mask: pointing game).",
-    "seq2seq": "**seq2seq** · the model's own greedy output, teacher-forced; every output token is a row. "
-               "Type a source sentence (or pick a validation pair); the position picks the output step "
-               "shown in the per-token views (blank = 0).",
-}
-POSITION_LABEL = {"lm": "Query position (token index; blank = last)", "classifier": "Position (not used for images)",
-                  "seq2seq": "Output step (blank = 0)"}
-TEXT_LABEL = {"lm": "Text prompt", "seq2seq": "Source sentence", "classifier": "Text (not used for images)"}
 PUBLISHED = """Jain & Wallace (2019), Table 2, BiLSTM + additive attention: mean Kendall τ (share of
 instances with p ≤ 0.05). Gradients and leave-one-out agree with each other more than either agrees with attention.
 
@@ -53,10 +41,9 @@ instances with p ≤ 0.05). Gradients and leave-one-out agree with each other mo
 """
 
 
-def _kind(family: str) -> str:
-    from playground.models.registry import get_family
-
-    return get_family(family).kind
+def _explainer(workspace: Workspace, checkpoint: str) -> FamilyExplainer:
+    """The explainer of a workspace checkpoint's family."""
+    return get_family(workspace.get("models", checkpoint).meta.get("family", "")).explainer
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -65,24 +52,22 @@ def _int_or_none(value: Any) -> int | None:
     try:
         return int(value)
     except (TypeError, ValueError):
-        from playground.errors import PlaygroundError
-
         raise PlaygroundError(f"{value!r} is not a whole number.") from None
 
 
 def checkpoint_view(workspace: Workspace, checkpoint: str | None) -> dict[str, Any]:
     """What the per-input controls should offer for a checkpoint (pure; no model is built)."""
     from playground.analysis.inputs import data_samples
-    from playground.analysis.per_input import DEFAULT_METHODS, supported_methods
+    from playground.analysis.explain.per_input import DEFAULT_METHODS, supported_methods
 
     if not checkpoint:
         return {"kind": None, "family": None, "classes": [], "samples": [], "methods": [], "defaults": []}
     entry = workspace.get("models", checkpoint)
     family = entry.meta.get("family", "")
-    kind = _kind(family)
-    methods = supported_methods(family, kind)
-    samples = data_samples(entry.meta, family, n=50) if kind != "lm" else []
-    return {"kind": kind, "family": family, "classes": list(entry.meta.get("class_names") or []),
+    spec = get_family(family)
+    methods = supported_methods(family)
+    samples = data_samples(entry.meta, family, n=50) if spec.explainer.view.offers_samples else []
+    return {"kind": spec.kind, "family": family, "classes": list(entry.meta.get("class_names") or []),
             "samples": [(f"{i}: {s.label}", i) for i, s in enumerate(samples)], "methods": methods,
             "defaults": [m for m in DEFAULT_METHODS if m in methods]}
 
@@ -93,23 +78,23 @@ def checkpoint_changed(workspace: Workspace, checkpoint: str | None, handoff: di
     the previous model's explanation stays. A `handoff` from the Generate tab for this checkpoint
     fills the input and the target."""
     view = checkpoint_view(workspace, checkpoint)
-    kind = view["kind"]
     cleared = ("", None, None, gr.update(value=None, visible=False), None, None)
-    if kind is None:
+    if view["kind"] is None:
         return (gr.update(value="Choose a checkpoint (train one in the Train tab)."), gr.update(), gr.update(),
                 gr.update(), gr.update(), gr.update(), gr.update(), *cleared)
-    about = f"{ABOUT[kind]}  \nFamily `{view['family']}`."
+    reads = get_family(view["family"]).explainer.view
+    about = f"{reads.about}  \nFamily `{view['family']}`."
     handed = handoff if handoff and handoff.get("checkpoint") == checkpoint else None
     target_choices: list[Any] = list(view["classes"])
-    text = gr.update(visible=kind != "classifier", label=TEXT_LABEL[kind])
-    image = gr.update(visible=kind == "classifier")
+    text = gr.update(visible=not reads.reads_image, label=reads.text_label)
+    image = gr.update(visible=reads.reads_image)
     position, target = "", None
     if handed:
         about += f"  \n**From the Generate tab:** {handed['note']}"
-        if kind == "classifier":
+        if reads.reads_image:
             image = gr.update(visible=True, value=handed.get("image"))
         else:
-            text = gr.update(visible=True, label=TEXT_LABEL[kind], value=handed.get("text", ""))
+            text = gr.update(visible=True, label=reads.text_label, value=handed.get("text", ""))
         position = handed.get("position", "")
         target = handed.get("target")
         if handed.get("target_choice") and handed["target_choice"][1] not in [c if isinstance(c, str) else c[1]
@@ -120,70 +105,29 @@ def checkpoint_changed(workspace: Workspace, checkpoint: str | None, handoff: di
         text,
         image,
         gr.update(visible=bool(view["samples"]), choices=view["samples"], value=None),
-        gr.update(visible=kind != "classifier", label=POSITION_LABEL[kind], value=position),
-        gr.update(visible=kind != "seq2seq", choices=target_choices, value=target,
-                  label="Target class (blank = predicted)" if kind == "classifier" else
-                  "Target token (blank = prediction; #id for an id)"),
+        gr.update(visible=not reads.reads_image, label=reads.position_label, value=position),
+        gr.update(visible=reads.picks_target, choices=target_choices, value=target, label=reads.target_label),
         gr.update(choices=view["methods"], value=view["defaults"]),
         *cleared,
     )
 
 
-def handoff_of(selection: dict | None) -> dict | None:
+def handoff_of(workspace: Workspace, selection: dict | None) -> dict | None:
     """What the Analyze tab takes from a target picked in the Generate tab: the checkpoint, the
     input (text and ids, or the image), the target as the tab's controls hold it, and a note
     naming the target the way a person reads it (the token or the class name, not an id)."""
     if not selection or not selection.get("checkpoint"):
         return None
-    kind = selection.get("kind", "lm")
-    out: dict[str, Any] = {"checkpoint": selection["checkpoint"], "kind": kind}
-    token = selection.get("target_token")
-    if kind == "classifier":
-        k = selection.get("target_position")
-        name = token if token not in (None, "") else (str(k) if k is not None else None)
-        image = _handed_image(selection.get("input"), bool(selection.get("invert")))
-        out.update(text="", image=image, target=name, position="",
-                   note=f"explaining class `{name}` of the classified image"
-                        + (" (inverted, as it was classified)" if selection.get("invert") else "") + ".")
-        return out
-    if kind == "lm":
-        pos = selection.get("target_position")
-        ids = selection.get("input_ids")
-        if ids is not None and pos is not None:
-            ids = list(ids)[: int(pos)]
-        text = selection.get("context")
-        text = text if text is not None else selection.get("input", "")
-        target_id = selection.get("target_id")
-        shown = repr(token) if token is not None else f"#{target_id}"
-        value = f"#{target_id}" if target_id is not None else token
-        out.update(text=text, ids=ids or None, position="", target=value, note=f"explaining the next token {shown} "
-                   "after the text below (its last token is the query).")
-        if target_id is not None:
-            out["target_choice"] = (f"{shown}  (token #{target_id})", value)
-        return out
-    step = selection.get("target_position")
-    out.update(text=selection.get("input", ""), output_ids=selection.get("output_ids"),
-               position=str(step) if step is not None else "", target=None,
-               note=f"explaining output token {token!r} (output step {step}) of this source; the rows are every "
-                    "output token.")
+    out: dict[str, Any] = {"checkpoint": selection["checkpoint"], "kind": selection.get("kind")}
+    explainer = _explainer(workspace, selection["checkpoint"])
+    out.update(explainer.handoff(selection, selection.get("target_token")))
     return out
-
-
-def _handed_image(image: Any, invert: bool) -> Any:
-    """The image the Generate tab classified (inverted like it was, when it was)."""
-    if image is None or not invert:
-        return image
-    import numpy as np
-    from PIL import Image
-
-    with Image.open(image) as img:
-        return 255 - np.asarray(img.convert("RGB"), dtype=np.uint8)
 
 
 def from_selection(workspace: Workspace, selection: dict | None) -> tuple:
     """Prefill everything from a target picked in the Generate tab: (checkpoint, handoff, then
     what `checkpoint_changed` gives for it)."""
-    handoff = handoff_of(selection)
+    handoff = handoff_of(workspace, selection)
     if handoff is None:
         return tuple(gr.skip() for _ in range(15))
     return (gr.update(value=handoff["checkpoint"]), handoff,
@@ -210,21 +154,9 @@ def _export(result: Any) -> list[str]:
 
 
 def importance_chart(result: Any):
-    """The side-by-side view for the input kind."""
-    from playground.charts import analysis as charts
-
-    p = result.prepared
-    frame = result.to_frame()
-    if p.kind == "classifier":
-        mask = None
-        if p.mask is not None:
-            from playground.analysis.pointing import patch_mask
-
-            mask = patch_mask(p.mask, int(p.info["patch_size"]))
-        return charts.patch_grids_chart(frame, p.query.grid, p.image, mask=mask)
-    if p.kind == "seq2seq":
-        return charts.matrices_chart(frame)
-    return charts.token_strips_chart(frame, 0, {m for m, s in result.signed.items() if s})
+    """The side-by-side view of every method over the input (the family draws it: token strips,
+    patch grids over the image, output x source matrices)."""
+    return result.prepared.query.explainer.importance_chart(result)
 
 
 def summary_markdown(result: Any) -> str:
@@ -233,18 +165,7 @@ def summary_markdown(result: Any) -> str:
     lines = [f"**Target** `{p.target_label}` (id {p.target_id}) · **predicted** `{p.predicted_label}`"]
     if "target_prob" in p.info:
         lines[0] += f" · p(target) = {p.info['target_prob']:.4f}"
-    if p.kind == "lm":
-        lines.append(f"Explaining the token after position {p.position + p.offset} "
-                     f"(`{p.units[p.position]}`)" + (f"; the first {p.offset} tokens were cropped to fit the context"
-                                                     if p.offset else "") + ".")
-    if p.kind == "seq2seq":
-        lines.append(f"Output: `{p.info.get('output', '')}` · rows = output tokens; the agreement table uses step "
-                     f"{p.selected} (`{p.rows[p.selected]}`).")
-        if p.info.get("reference"):
-            lines.append(f"Reference: `{p.info['reference']}`" + (f" ({p.info['alignment_note']})"
-                                                                  if p.info.get("alignment_note") else ""))
-    if p.kind == "classifier" and p.info.get("true_label"):
-        lines.append(f"True class of the sample: `{p.info['true_label']}`.")
+    lines += p.query.explainer.summary_lines(p)
     if result.ig:
         d, s = result.ig, p.selected
         ok = "within" if d["converged"][s] else "**above**"
@@ -267,15 +188,14 @@ def run_analysis(workspace: Workspace, device: str, checkpoint: str | None, text
 
     `max_ig_steps` (a shared server's cap) bounds integrated gradients' steps, the auto-raise included;
     `caps` (default FULL_CAPS) bounds the text's length."""
-    from playground.analysis.attributions import MAX_STEPS
-    from playground.analysis.per_input import (
+    from playground.analysis.explain.attributions import MAX_STEPS
+    from playground.analysis.explain.per_input import (
         AnalysisOptions,
         InputSpec,
         analyze_checkpoint,
     )
     from playground.bundle import cached_bundle
     from playground.charts.analysis import head_frame, head_grid_chart
-    from playground.errors import PlaygroundError
     from playground.limits import check_text
 
     if not checkpoint:
@@ -316,19 +236,12 @@ def build(ctx: AppContext) -> None:
     with gr.Tabs(elem_id="analyze-views"):
         with gr.Tab("Per input", id="analyze-per-input", elem_id="analyze-per-input"):
             _build_per_input(ctx, device, checkpoint, about)
-        try:
-            experiments = importlib.import_module(EXPERIMENTS_MODULE)
-        except ModuleNotFoundError as exc:
-            if exc.name != EXPERIMENTS_MODULE:
-                raise
-            experiments = None
-        if experiments is not None:
-            with gr.Tab("Experiments", id="analyze-experiments", elem_id="analyze-experiments") as experiments_tab:
-                experiments.build(ctx, checkpoint, experiments_tab)  # shares the checkpoint dropdown
+        with gr.Tab("Experiments", id="analyze-experiments", elem_id="analyze-experiments") as experiments_tab:
+            experiments_view.build(ctx, checkpoint, experiments_tab)  # shares the checkpoint dropdown
 
 
 def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, about: gr.Markdown) -> None:
-    from playground.analysis.per_input import DEFAULT_METHODS, METHODS
+    from playground.analysis.explain.per_input import DEFAULT_METHODS, METHODS
 
     handoff = gr.State(None)
     with gr.Row():
@@ -338,7 +251,8 @@ def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, abou
             sample = gr.Dropdown(label="…or a sample from the checkpoint's validation data", choices=[], value=None,
                                  visible=False, elem_id="analyze-sample")
         with gr.Column(scale=2):
-            position = gr.Textbox(label=POSITION_LABEL["lm"], value="", max_lines=1, elem_id="analyze-position")
+            position = gr.Textbox(label="Query position (token index; blank = last)", value="", max_lines=1,
+                                  elem_id="analyze-position")
             target = gr.Dropdown(label="Target token (blank = prediction; #id for an id)", choices=[], value=None,
                                  allow_custom_value=True, elem_id="analyze-target")
             methods = gr.CheckboxGroup(label="Methods", choices=list(METHODS), value=list(DEFAULT_METHODS),

@@ -119,12 +119,15 @@ class AppContext:
 
         return show_queued
 
-    def reset_on_failure(self, event: Any, status: Any, text: str) -> None:
-        """After `event` fails (its message shows as a toast), replace its queued notice by `text`."""
-        def failed() -> str:
-            return text
+    def reset_on_failure(self, event: Any, status: Any, text: str,
+                         keep: Callable[[str], bool] = lambda shown: False) -> None:
+        """After `event` fails (its message shows as a toast), replace its queued notice by `text`,
+        unless `keep(what the status shows)`: a Stop cancels the event, and gradio may report
+        that cancellation as a failure after the Stop has already written its own status."""
+        def failed(shown: str | None) -> Any:
+            return gr.skip() if keep(shown or "") else text
 
-        event.failure(failed, None, [status], queue=False, show_progress="hidden")
+        event.failure(failed, [status], [status], queue=False, show_progress="hidden")
 
     def queued_notice(self, what: str) -> str:
         """The status line a heavy action shows until a slot frees up (replaced when it starts)."""

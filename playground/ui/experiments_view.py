@@ -63,7 +63,7 @@ def capped_n(settings: Any, n: float | None) -> int:
 def eta_text(so_far_s: float, done: int, total: int, loop_s: float | None = None) -> str:
     """'12 s so far, about 30 s left': the pace of the `done` finished examples (over `loop_s`
     seconds of the example loop, default all `so_far_s`) times the examples left."""
-    from playground.analysis.experiments_estimate import format_seconds
+    from playground.analysis.experiments.estimate import format_seconds
 
     so_far = f"{so_far_s:.0f} s so far"
     if done <= 0 or total <= done:
@@ -81,13 +81,13 @@ def _load(workspace: Any, settings: Any, checkpoint: str | None) -> Any:
 
 def module_update(workspace: Any, settings: Any, checkpoint: str | None) -> dict[str, Any]:
     """Choices of the attention module to intervene on for this checkpoint (last layer first)."""
-    from playground.analysis.experiments_run import family_kind, module_choices
+    from playground.analysis.experiments.runner import module_choices
 
     if not checkpoint:
         return gr.update(choices=[], value=None)
     try:
         bundle = _load(workspace, settings, checkpoint)
-        names = module_choices(bundle.model, family_kind(bundle.family))
+        names = module_choices(bundle.model, bundle.family)
     except PlaygroundError:
         return gr.update(choices=[], value=None)
     return gr.update(choices=names, value=names[0] if names else None)
@@ -97,7 +97,7 @@ def build_options(settings: Any, n: float, seed: float, module: str | None, head
                   steps: float, k: float, views: list[str], references: list[str], methods: list[str], level: str,
                   seeds: str, retrain_steps: float | None) -> Any:
     """Widget values -> ExperimentOptions (demo caps applied)."""
-    from playground.analysis.experiments_run import (
+    from playground.analysis.experiments.runner import (
         ExperimentOptions,
         parse_heads,
         parse_ints,
@@ -150,7 +150,7 @@ def stats_table(result: Any) -> pd.DataFrame:
 
 def _render(result: Any, folder: Path, status: str) -> tuple[Any, ...]:
     """(status, summary, chart, table, files, result path, example slider, adversarial controls)."""
-    from playground.analysis.experiments_summary import summarize
+    from playground.analysis.experiments.summary import summarize
     from playground.charts.experiments import experiment_chart
 
     files = _write_files(result, folder)
@@ -178,8 +178,8 @@ def run_experiment(workspace: Any, settings: Any, checkpoint: str | None, experi
     Stopping (the Stop button cancels this generator) keeps the last yielded partial result on
     screen and in the download files.
     """
-    from playground.analysis.experiments_core import Progress
-    from playground.analysis.experiments_run import iter_experiment, private_copy
+    from playground.analysis.experiments.core import Progress
+    from playground.analysis.experiments.runner import iter_experiment, private_copy
 
     if experiment not in EXPERIMENT_LABELS:
         raise PlaygroundError(f"Pick an experiment ({', '.join(EXPERIMENT_LABELS.values())}).")
@@ -233,15 +233,15 @@ def estimate(workspace: Any, settings: Any, checkpoint: str | None, experiment: 
              views: list[str], references: list[str], methods: list[str], level: str, seeds: str,
              retrain_steps: float | None, calibration: dict | None = None) -> tuple[str, dict | None]:
     """The expected run time as a line next to Run, and the timing it rests on (reused while
-    only the example count or the Adam steps change). See playground.analysis.experiments_estimate."""
+    only the example count or the Adam steps change). See playground.analysis.experiments.estimate."""
     import dataclasses
 
-    from playground.analysis.experiments_estimate import (
+    from playground.analysis.experiments.estimate import (
         Calibration,
         calibrate,
         format_seconds,
     )
-    from playground.analysis.experiments_run import private_copy
+    from playground.analysis.experiments.runner import private_copy
 
     if not checkpoint:
         return "Pick a checkpoint: the expected time shows here before you run.", calibration
@@ -296,7 +296,7 @@ def retrain_uniform(workspace: Any, settings: Any, checkpoint: str | None, retra
                     version: int, progress: Any = None):
     """Generator handler: retrain the checkpoint's preset with frozen uniform attention
     (``<checkpoint>-uniform``); yields (status, workspace version)."""
-    from playground.analysis.experiments_run import (
+    from playground.analysis.experiments.runner import (
         ExperimentOptions,
         iter_retrain_uniform,
     )
@@ -383,7 +383,7 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None, tab: gr.Tab | 
     files = gr.File(label="Download (CSV: one row per example; JSON: everything)", file_count="multiple",
                     interactive=False, elem_id="exp-files")
     with gr.Accordion("Jain & Wallace 2019, Table 2 (BiLSTM + additive attention), for scale", open=False):
-        from playground.analysis.experiments_jw import jw_reference_frame
+        from playground.analysis.experiments.jain_wallace import jw_reference_frame
 
         Table(value=jw_reference_frame(), interactive=False)
     with gr.Column(visible=False, elem_id="exp-adversarial") as adversarial_box:  # shown with an adversarial result

@@ -47,16 +47,16 @@ def _bundle(env: Env, name: str | None):
     return cached_bundle(name, env.workspace, env.device)
 
 
-def _kind(bundle) -> str:
-    from playground.generation.api import family_kind
+def _generator(bundle):
+    """The bundle family's FamilyGenerator: which inputs and controls apply, how a run goes."""
+    from playground.generation.api import generator_of
 
-    return family_kind(bundle)
+    return generator_of(bundle)
 
 
 def describe(bundle) -> str:
     """One line about a checkpoint: family, size, training step, metrics."""
     cfg = bundle.model_config
-    kind = _kind(bundle)
     size = []
     for key in ("n_layer", "n_encoder_layers", "n_decoder_layers", "n_head", "d_model", "hidden", "block_size",
                 "max_len", "image_size", "vocab_size", "n_classes"):
@@ -64,8 +64,7 @@ def describe(bundle) -> str:
             size.append(f"{key} {getattr(cfg, key)}")
     metrics = bundle.config.get("metrics") or {}
     shown = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in list(metrics.items())[:3])
-    what = {"lm": "Type a prompt; the model continues it.", "seq2seq": "Type a source sequence; the model decodes its output.",
-            "classifier": "Upload an image; the model gives class probabilities."}[kind]
+    what = _generator(bundle).controls.hint
     params = bundle.model.num_parameters() if hasattr(bundle.model, "num_parameters") else None
     return (f"**{bundle.name}** — {bundle.family} · {' · '.join(size)}"
             + (f" · {params:,} parameters" if params else "")
@@ -97,29 +96,28 @@ def select_model(env: Env, name: str | None):
         return (f"Cannot load {name!r}: {exc}", hidden, hidden, hidden, hidden, hidden, hidden,
                 gr.update(choices=[], value=None), None, None, None, "", None, None, gr.update(choices=[], value=None),
                 hidden, "")
-    kind = _kind(bundle)
+    controls = _generator(bundle).controls
     samples = validation_samples(bundle, env.workspace)
     sample_update = gr.update(choices=[s.label for s in samples], value=None,
                               label=f"Validation samples ({len(samples)})" if samples else "Validation samples (none available)")
-    text = kind in ("lm", "seq2seq")
-    prompt_update = gr.update(visible=text, label="Prompt" if kind == "lm" else "Source",
-                              placeholder="Type a prompt (empty = start from scratch)" if kind == "lm" else "Type a source sequence")
+    image, text = controls.reads_image, not controls.reads_image
+    prompt_update = gr.update(visible=text, label=controls.input_label, placeholder=controls.placeholder)
     return (
         describe(bundle),
         prompt_update,
-        gr.update(visible=kind == "classifier"),  # image column
-        gr.update(visible=kind == "lm"),  # sampling controls
-        gr.update(visible=kind == "seq2seq"),  # beam controls
+        gr.update(visible=image),  # image column
+        gr.update(visible=controls.sampling),  # sampling controls
+        gr.update(visible=controls.beam),  # beam controls
         gr.update(visible=text),  # generate button
-        gr.update(visible=kind == "classifier"),  # classify button
+        gr.update(visible=image),  # classify button
         sample_update,
         gr.update(value=None, visible=text),  # next-token distribution
-        gr.update(value=None, visible=kind == "seq2seq"),  # alignment
-        gr.update(value=None, visible=kind == "classifier"),  # class probabilities
+        gr.update(value=None, visible=controls.alignment),  # alignment
+        gr.update(value=None, visible=image),  # class probabilities
         "",  # output html
         None,  # token table
         None,  # result state
-        gr.update(choices=[], value=None, label="Pick a class" if kind == "classifier" else "Pick a generated token"),
+        gr.update(choices=[], value=None, label=controls.pick_label),
         gr.update(visible=text),  # max new tokens
         "",  # the previous model's stats line
     )
@@ -183,11 +181,20 @@ def _outputs_html(samples: list[tuple[str, list]], selected: tuple[int, int] | N
 
 
 def _final_html(state: dict[str, Any], selected: tuple[int, int] | None = None) -> str:
-    done, kind = state["done"], state["kind"]
-    html = _outputs_html([(s.prompt if kind == "lm" else "", s.events) for s in done.samples], selected)
-    if kind == "seq2seq":
-        html += f'<div style="margin-top:6px"><b>Output:</b> {gr_escape(done.samples[0].text)}</div>'
+    done, generator = state["done"], _state_generator(state)
+    echo = generator.controls.echo_prompt
+    html = _outputs_html([(s.prompt if echo else "", s.events) for s in done.samples], selected)
+    output = generator.final_output(done)
+    if output is not None:
+        html += f'<div style="margin-top:6px"><b>Output:</b> {gr_escape(output)}</div>'
     return html
+
+
+def _state_generator(state: dict[str, Any]):
+    """The generator of the family whose run `state` holds."""
+    from playground.families import get_family
+
+    return get_family(state["family"]).generator
 
 
 def _picker_choices(done) -> list[tuple[str, str]]:
@@ -201,16 +208,15 @@ def _picker_choices(done) -> list[tuple[str, str]]:
     return out
 
 
-def _stats(done, kind: str) -> str:
+def _stats(done, generator) -> str:
     parts = [f"{done.new_tokens} tokens in {done.elapsed_s:.2f} s ({done.tokens_per_s:.0f} tok/s)"]
     if done.seed is not None:
         parts.append(f"seed **{done.seed}** (type it in Seed to repeat this run)")
     reasons = sorted({s.stop_reason for s in done.samples})
     parts.append("stopped: " + ", ".join(reasons))
-    if kind == "seq2seq":
-        s = done.samples[0]
-        parts.append(f"score {s.score:.3f}" + (f" (beam {done.info['beam_width']}, α {done.info['alpha']})"
-                                               if done.info.get("decoder") == "beam" else " (greedy)"))
+    summary = generator.summary(done)
+    if summary is not None:
+        parts.append(summary)
     return " · ".join(parts)
 
 
@@ -232,17 +238,18 @@ def generate_text(env: Env, name, prompt, temperature, top_k, top_p, min_p, rep,
     from playground.generation.render import token_table
 
     bundle = _bundle(env, name)
-    kind = _kind(bundle)
+    generator = _generator(bundle)
+    controls = generator.controls
     if int(num_samples or 1) > MAX_SAMPLES:
         raise ConfigError(f"At most {MAX_SAMPLES} samples at once.")
     request = GenerateRequest(
         prompt=prompt or "", max_new_tokens=int(max_new or DEFAULT_MAX_NEW),
         sampling=_sampling(temperature, top_k, top_p, min_p, rep, freq, pres), seed=_seed(seed),
-        num_samples=int(num_samples or 1) if kind == "lm" else 1, stop=_stops(stop),
+        num_samples=int(num_samples or 1) if controls.sampling else 1, stop=_stops(stop),
         beam_width=int(beam_width or 1), length_penalty=float(length_penalty or 0.0),
     ).capped(env.max_new_tokens if env.max_new_tokens else HARD_MAX_NEW)
     check_request_sizes(request, env.caps)
-    head = prompt or ""
+    head = (prompt or "") if controls.echo_prompt else ""
     partial: list[list] = [[] for _ in range(request.num_samples)]
     last = 0.0
     skip = gr.skip()
@@ -254,14 +261,14 @@ def generate_text(env: Env, name, prompt, temperature, top_k, top_p, min_p, rep,
         now = time.perf_counter()
         if now - last >= STREAM_EVERY_S and now - last >= _stream_every(bundle):
             last = now
-            html = _outputs_html([(head if kind == "lm" else "", ev) for ev in partial])
+            html = _outputs_html([(head, ev) for ev in partial])
             yield html, f"generating… {sum(map(len, partial))} tokens", skip, skip, skip, skip, skip, skip
-    state = {"checkpoint": bundle.name, "kind": kind, "done": done}
+    state = {"checkpoint": bundle.name, "family": bundle.family, "done": done}
     html = _final_html(state)
     table = pd.concat([token_table(s.events, i) for i, s in enumerate(done.samples)], ignore_index=True)
-    plot, align_df = _alignment_plot(done.samples[0]) if kind == "seq2seq" else (None, None)
+    plot, align_df = _alignment_plot(done.samples[0]) if controls.alignment else (None, None)
     choices = _picker_choices(done)
-    yield (html, _stats(done, kind), table, plot, state, gr.update(choices=choices, value=None),
+    yield (html, _stats(done, generator), table, plot, state, gr.update(choices=choices, value=None),
            _csv(table, "tokens"), _csv(align_df, "alignment"))
 
 
@@ -292,18 +299,10 @@ def classify(env: Env, name, image, invert):
     stats = f"Predicted **{result.predicted}** (p = {result.probs[0]:.3f}) in {time.perf_counter() - started:.3f} s"
     names = list(bundle.class_names or [str(i) for i in range(len(result.labels))])
     index = {c: i for i, c in enumerate(names)}
-    state = {"checkpoint": bundle.name, "kind": "classifier", "image": image if isinstance(image, str) else None,
+    state = {"checkpoint": bundle.name, "family": bundle.family, "image": image if isinstance(image, str) else None,
              "invert": bool(invert), "labels": result.labels, "probs": result.probs, "class_names": names}
     choices = [(f"{c}  (p = {p:.3f})", f"c:{index.get(c, i)}") for i, (c, p) in enumerate(zip(result.labels, result.probs))]
     return class_chart(df), df, stats, _csv(df, "classes"), state, gr.update(choices=choices, value=None)
-
-
-def _selected(picked: str | None) -> tuple[int, int] | None:
-    """"sample:index" of a picked token (None for nothing or a picked class "c:k")."""
-    if not picked or ":" not in str(picked) or str(picked).startswith("c:"):
-        return None
-    s, i = str(picked).split(":", 1)
-    return int(s), int(i)
 
 
 def distribution(env: Env, name, prompt, temperature, top_k, top_p, min_p, state, picked):
@@ -312,33 +311,30 @@ def distribution(env: Env, name, prompt, temperature, top_k, top_p, min_p, state
     from playground.charts.generation import distribution_chart
     from playground.errors import PlaygroundError
     from playground.generation.api import next_token_table
+    from playground.generation.family import token_pick
 
     if not name:
         return None, None
     bundle = _bundle(env, name)
-    kind = _kind(bundle)
-    if kind == "classifier":
+    generator = _generator(bundle)
+    controls = generator.controls
+    if controls.reads_image:
         return None, None
     sampling = _sampling(temperature, top_k, top_p, min_p, 1.0, 0.0, 0.0)
-    sel = _selected(picked)
+    sel = token_pick(picked)
     title = "Next-token distribution after the prompt"
     prefix_ids = None
     text = prompt or ""
     if sel and state and state.get("checkpoint") == name:
-        sample = state["done"].samples[sel[0]]
-        if kind == "lm":
-            text = sample.prompt + "".join(e.text for e in sample.events[: sel[1]])
-        else:
-            text = sample.prompt
-            prefix_ids = [e.token_id for e in sample.events[: sel[1]]]
+        text, prefix_ids = generator.why_context(state["done"].samples[sel[0]], sel[1])
         title = f"Next-token distribution before token #{sel[1]}"
-    if kind == "seq2seq" and not text.strip():
+    if controls.prompt_required and not text.strip():
         return None, None
     try:
         df = next_token_table(bundle, text, sampling, top=DIST_TOP, target_prefix=prefix_ids)
     except PlaygroundError:  # e.g. a character outside the vocabulary while typing: Generate says why
         return None, None
-    if kind == "seq2seq":  # greedy / beam search: only the model's own distribution matters
+    if not controls.sampling:  # greedy / beam search: only the model's own distribution matters
         df = df[df.stage == "model (T = 1)"]
         title = title.replace("after the prompt", "for the first output token")
     return distribution_chart(df, title), _csv(df, "next-token-distribution")
@@ -346,9 +342,11 @@ def distribution(env: Env, name, prompt, temperature, top_k, top_p, min_p, state
 
 def show_token(state, picked):
     """Re-render the output with the picked token outlined."""
-    if not state or not _selected(picked) or state.get("kind") == "classifier":
+    from playground.generation.family import token_pick
+
+    if not state or not token_pick(picked) or _state_generator(state).controls.reads_image:
         return gr.skip()
-    return _final_html(state, _selected(picked))
+    return _final_html(state, token_pick(picked))
 
 
 def table_select(evt: gr.SelectData, table):
@@ -361,29 +359,10 @@ def table_select(evt: gr.SelectData, table):
 
 
 def explain(state, picked, selection):
-    """Hand the picked token to the Analyze tab and switch to it."""
-    from playground.errors import PlaygroundError
-    from playground.generation.api import explain_target
+    """Hand the picked token (or class) to the Analyze tab and switch to it."""
+    from playground.generation.api import explain_pick
 
-    if state and state.get("kind") == "classifier":
-        if not picked or not str(picked).startswith("c:"):
-            raise PlaygroundError("Classify an image, then pick a class to explain.")
-        k = int(str(picked)[2:])
-        payload = {"checkpoint": state["checkpoint"], "kind": "classifier", "input": state["image"],
-                   "invert": state["invert"], "target_position": k,
-                   "target_token": _class_name(state, k)}
-        return {**(selection or {}), **payload}, gr.Tabs(selected="analyze")
-    sel = _selected(picked)
-    if not state or sel is None:
-        raise PlaygroundError("Generate something, then pick a token to explain.")
-    payload = explain_target(state["checkpoint"], state["kind"], state["done"], sel[0], sel[1])
-    return {**(selection or {}), **payload}, gr.Tabs(selected="analyze")
-
-
-def _class_name(state: dict[str, Any], k: int) -> str | None:
-    """Class name of class index k from a classification state (labels are sorted by probability)."""
-    names = state.get("class_names")
-    return names[k] if names and 0 <= k < len(names) else None
+    return {**(selection or {}), **explain_pick(state, picked)}, gr.Tabs(selected="analyze")
 
 
 # ---------------------------------------------------------------------------------------------

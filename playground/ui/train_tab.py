@@ -33,6 +33,7 @@ from playground.child import iter_in_child
 from playground.config import Preset, list_presets, load_preset, parse_preset
 from playground.data.policy import data_policy
 from playground.errors import ConfigError, PlaygroundError
+from playground.families import FAMILIES, Family, get_family
 from playground.limits import cap_hint
 from playground.scratch import download_dir
 from playground.settings import Settings
@@ -49,9 +50,6 @@ INTRO = (
     "the run is saved to the workspace (so **Generate** and **Analyze** can use it) and a preview shows what the "
     "model does now. **Stop** saves where it is; **Resume** continues a saved run (raise `max_steps` to train longer)."
 )
-TRANSFORMERS = ("gpt", "vit", "transformer_seq2seq")
-SEQ2SEQ = ("rnn_seq2seq", "transformer_seq2seq")
-ALL = ("gpt", "vit", "rnn_seq2seq", "transformer_seq2seq")
 CORPUS_CHOICES = ["tinyshakespeare", "python-docs", "python-code"]
 TOKENIZER_INFO = "char/auto: built from the data; or one saved in the Tokenizer tab"
 UI_INTERVAL_S = 1.0  # at most one live update per second between evaluations
@@ -60,12 +58,11 @@ SIDE_INTERVAL_S = 5.0  # learning-rate and throughput charts: at most one redraw
 
 @dataclass(frozen=True)
 class FormField:
-    """A preset key shown as a widget for the families that have it."""
+    """A preset key shown as a widget for the families that have it (see :func:`applies`)."""
 
     key: str  # "section.name"
     label: str
     kind: str  # "int" | "float" | "choice" | "bool" | "text"
-    families: tuple[str, ...] = ALL
     choices: tuple[str, ...] = ()
     info: str | None = None
 
@@ -82,32 +79,32 @@ def _form_fields() -> list[FormField]:
         FormField("train.max_steps", "Steps", "int"),
         FormField("train.batch_size", "Batch size", "int"),
         FormField("train.lr", "Learning rate", "float", info="inverse_sqrt: the scale factor"),
-        FormField("train.schedule", "LR schedule", "choice", choices=SCHEDULES),
+        FormField("train.schedule", "LR schedule", "choice", SCHEDULES),
         FormField("train.warmup_steps", "Warmup steps", "int"),
         FormField("train.eval_interval", "Evaluate every", "int"),
         FormField("train.seed", "Seed", "int"),
-        FormField("model.block_size", "Context (block size)", "int", ("gpt",)),
-        FormField("model.n_layer", "Layers", "int", ("gpt", "vit")),
-        FormField("model.n_encoder_layers", "Encoder layers", "int", ("transformer_seq2seq",)),
-        FormField("model.n_decoder_layers", "Decoder layers", "int", ("transformer_seq2seq",)),
-        FormField("model.n_head", "Heads", "int", TRANSFORMERS),
-        FormField("model.d_model", "Width (d_model)", "int", TRANSFORMERS),
-        FormField("model.patch_size", "Patch size", "int", ("vit",)),
-        FormField("model.cell", "RNN cell", "choice", ("rnn_seq2seq",), CELLS),
-        FormField("model.attention", "Attention", "choice", ("rnn_seq2seq",), RNN_ATTENTIONS,
+        FormField("model.block_size", "Context (block size)", "int"),
+        FormField("model.n_layer", "Layers", "int"),
+        FormField("model.n_encoder_layers", "Encoder layers", "int"),
+        FormField("model.n_decoder_layers", "Decoder layers", "int"),
+        FormField("model.n_head", "Heads", "int"),
+        FormField("model.d_model", "Width (d_model)", "int"),
+        FormField("model.patch_size", "Patch size", "int"),
+        FormField("model.cell", "RNN cell", "choice", CELLS),
+        FormField("model.attention", "Attention", "choice", RNN_ATTENTIONS,
                   info="none = the fixed-vector bottleneck; additive = Bahdanau; dot / general = Luong"),
-        FormField("model.hidden", "Hidden size", "int", ("rnn_seq2seq",)),
+        FormField("model.hidden", "Hidden size", "int"),
         FormField("model.dropout", "Dropout", "float"),
-        FormField("model.pos_encoding", "Positions", "choice", TRANSFORMERS, POS_ENCODINGS),
-        FormField("model.norm_placement", "Norm placement", "choice", TRANSFORMERS, NORM_PLACEMENTS),
-        FormField("model.norm", "Norm", "choice", TRANSFORMERS, NORMS),
-        FormField("model.ffn", "FFN", "choice", TRANSFORMERS, FFNS),
-        FormField("model.attn_scale", "Scale scores by 1/sqrt(d_k)", "bool", TRANSFORMERS),
-        FormField("data.corpus", "Corpus", "text", ("gpt",), tuple(CORPUS_CHOICES),
+        FormField("model.pos_encoding", "Positions", "choice", POS_ENCODINGS),
+        FormField("model.norm_placement", "Norm placement", "choice", NORM_PLACEMENTS),
+        FormField("model.norm", "Norm", "choice", NORMS),
+        FormField("model.ffn", "FFN", "choice", FFNS),
+        FormField("model.attn_scale", "Scale scores by 1/sqrt(d_k)", "bool"),
+        FormField("data.corpus", "Corpus", "text", tuple(CORPUS_CHOICES),
                   info="a built-in corpus, or upload a .txt below"),
-        FormField("data.pairs", "Pair set", "choice", SEQ2SEQ, tuple(PAIR_SETS)),
-        FormField("data.dataset", "Image set", "choice", ("vit",), tuple(IMAGE_SETS)),
-        FormField("data.n", "Examples", "int", ("vit", "rnn_seq2seq", "transformer_seq2seq"), info="0 = all / default"),
+        FormField("data.pairs", "Pair set", "choice", tuple(PAIR_SETS)),
+        FormField("data.dataset", "Image set", "choice", tuple(IMAGE_SETS)),
+        FormField("data.n", "Examples", "int", info="0 = all / default"),
     ]
 
 
@@ -116,16 +113,29 @@ FORM_FIELDS = _form_fields()
 
 # -- preset text <-> form ----------------------------------------------------------------------
 
+def _family(name: str | None) -> Family | None:
+    """The registered family a preset names (None when it names none we know)."""
+    return FAMILIES.get(name or "")
+
+
+def _sections(family: Family | None) -> dict[str, type]:
+    """The dataclass behind each preset section of `family`: [train], [model], [data]."""
+    if family is None:
+        return {}
+    return {"train": TrainConfig, "model": family.config_cls, "data": family.adapter.data_config_cls}
+
+
+def applies(field: FormField, family: Family | None) -> bool:
+    """Whether the form shows `field` for `family`: when its section's dataclass has the key."""
+    section, name = field.key.split(".", 1)
+    cls = _sections(family).get(section)
+    return cls is not None and any(f.name == name for f in dataclasses.fields(cls))
+
+
 def _defaults(family: str) -> dict[str, Any]:
     """Default values of every `section.key` of a family (from the dataclasses)."""
-    from playground.models.registry import FAMILIES
-    from playground.training.adapters import ADAPTERS
-
     out: dict[str, Any] = {}
-    for section, cls in (("train", TrainConfig), ("model", FAMILIES[family].config_cls if family in FAMILIES else None),
-                         ("data", ADAPTERS[family].data_config_cls if family in ADAPTERS else None)):
-        if cls is None:
-            continue
+    for section, cls in _sections(_family(family)).items():
         for f in dataclasses.fields(cls):
             if f.default is not dataclasses.MISSING:
                 out[f"{section}.{f.name}"] = f.default
@@ -147,13 +157,14 @@ def form_updates(toml_text: str) -> list[dict[str, Any]]:
     except PlaygroundError:
         return [gr.update() for _ in FORM_FIELDS]
     defaults = _defaults(preset.family)
+    family = _family(preset.family)
     out = []
     for f in FORM_FIELDS:
         section, key = f.key.split(".", 1)
         value = preset.section(section).get(key, defaults.get(f.key))
         if f.kind == "float" and value is not None:
             value = float(value)
-        out.append(gr.update(value=value, visible=preset.family in f.families))
+        out.append(gr.update(value=value, visible=applies(f, family)))
     return out
 
 
@@ -192,8 +203,9 @@ def apply_form(toml_text: str, values: Sequence[Any], tokenizer: str | None = No
     `values` follow FORM_FIELDS. A field the user emptied is refused when `strict` (Start), and
     left alone otherwise (the on-blur sync of the TOML panel)."""
     preset = _parse(toml_text)
+    family = _family(preset.family)
     for field, value in zip(FORM_FIELDS, values):
-        if preset.family not in field.families:
+        if not applies(field, family):
             continue
         section, name = field.key.split(".", 1)
         if _empty(value):
@@ -205,7 +217,7 @@ def apply_form(toml_text: str, values: Sequence[Any], tokenizer: str | None = No
             _assign(preset, field, value)
         except (TypeError, ValueError):
             raise ConfigError(f"{field.label} must be a number, not {str(value)[:20]!r}.") from None
-    if tokenizer and preset.family != "vit":
+    if tokenizer and _uses_tokenizer(family):
         preset.data["tokenizer"] = str(tokenizer)
     return preset_to_toml(preset)
 
@@ -241,14 +253,19 @@ def _describe(preset: Preset) -> str:
     return f"**{html.escape(preset.name)}** · family `{preset.family}` — {html.escape(preset.description)}"
 
 
+def _uses_tokenizer(family: Family | None) -> bool:
+    """Whether the Tokenizer dropdown applies (shown, and written to data.tokenizer); unknown: yes."""
+    return family is None or family.train_ui.uses_tokenizer
+
+
 def tokenizer_choices(workspace: Workspace, toml_text: str | None, current: str | None) -> dict[str, Any]:
     """Tokenizer dropdown: the family's built-in choice plus the workspace's tokenizers."""
     family = None
     try:
-        family = _parse(toml_text or "").family
+        family = _family(_parse(toml_text or "").family)
     except PlaygroundError:
         pass
-    builtin = {"gpt": ["char"], "rnn_seq2seq": ["auto"], "transformer_seq2seq": ["auto"]}.get(family or "", [])
+    builtin = list(family.train_ui.tokenizers) if family is not None else []
     names = builtin + workspace.names("tokenizers")
     info = TOKENIZER_INFO
     if current and current not in names:  # named in the preset but not (yet) in the space: say so now
@@ -256,7 +273,7 @@ def tokenizer_choices(workspace: Workspace, toml_text: str | None, current: str 
         info = (f"⚠ no tokenizer named {current!r} yet: build it in the Tokenizer tab (and Save under that name), "
                 "or pick another here")
     value = current if current in names else (names[0] if names else None)
-    return gr.update(choices=names, value=value, visible=family != "vit", info=info)
+    return gr.update(choices=names, value=value, visible=_uses_tokenizer(family), info=info)
 
 
 def tokenizer_refresh(workspace: Workspace, current: str | None, toml_text: str | None) -> dict[str, Any]:
@@ -270,13 +287,14 @@ def toml_tokenizer(workspace: Workspace, toml_text: str) -> dict[str, Any]:
         preset = _parse(toml_text)
     except PlaygroundError:
         return gr.update()
-    default = "char" if preset.family == "gpt" else "auto"
+    family = _family(preset.family)
+    default = family.train_ui.default_tokenizer if family is not None else "auto"
     return tokenizer_choices(workspace, toml_text, str(preset.data.get("tokenizer", default)))
 
 
 def use_upload(workspace: Workspace, settings: Settings, toml_text: str, upload: Any) -> str:
-    """Point the preset's data at an uploaded file: a .txt corpus (GPT), a .tsv pair file (seq2seq)
-    or a .zip of class folders (ViT). In the app the file is copied into the user's upload folder
+    """Point the preset's data at an uploaded file, as its family reads one (a .txt corpus, a .tsv
+    pair file, a .zip of class folders: ``Family.train_ui.upload``). In the app the file is copied into the user's upload folder
     and named `upload:<name>` (playground.data.policy); the CLI's settings keep the plain path."""
     if not upload:
         return toml_text
@@ -285,12 +303,7 @@ def use_upload(workspace: Workspace, settings: Settings, toml_text: str, upload:
     policy = data_policy(settings, workspace)
     if not policy.allow_paths:
         path = policy.store_upload(path)
-    if preset.family == "gpt":
-        preset.data["corpus"] = path
-    elif preset.family in SEQ2SEQ:
-        preset.data.update(pairs="tsv", path=path, n=0)
-    else:
-        preset.data.update(dataset="zip", path=path, n=0)
+    preset.data.update(get_family(preset.family).train_ui.upload(path))
     return preset_to_toml(preset)
 
 
@@ -365,7 +378,8 @@ def _preview_outputs(preview: Any) -> tuple[Any, Any, Any]:
 
 
 def _preview_visibility(family: str) -> tuple[Any, Any, Any]:
-    kind = {"gpt": "text", "vit": "confusion"}.get(family, "translations")
+    """Show the one preview widget the family's evaluations fill, empty."""
+    kind = get_family(family).train_ui.preview
     return (gr.update(visible=kind == "text", value=""), gr.update(visible=kind == "confusion", value=None),
             gr.update(visible=kind == "translations", value=None))
 
@@ -400,8 +414,8 @@ def _run_events(workspace: Workspace, settings: Settings, preset: Preset | None,
         for ev in events:
             live.add(ev)
             if ev.kind == "start":
-                if family is None:
-                    family = workspace.get("models", name).meta.get("family", "gpt") if workspace.exists("models", name) else "gpt"
+                if family is None:  # Resume: the run's checkpoint (already loaded by the engine) says
+                    family = workspace.get("models", name).meta["family"]
                 yield (progress_html(ev.step, ev.max_steps, ev.message), *live.charts(),
                        *_preview_visibility(family), gr.skip(), {"name": name, "started": started}, version)
                 continue
@@ -589,8 +603,9 @@ def build(ctx: AppContext) -> None:
                 # One wrapping row: the family's fields flow two or three a line, hidden ones take no room.
                 with gr.Row():
                     widgets = [_widget(f, initial[3 + i], cap_hint(demo_caps, f.key)) for i, f in enumerate(FORM_FIELDS)]
-            upload = gr.File(label="Your data (.txt corpus, .tsv pairs, .zip of class folders)",
-                             file_types=[".txt", ".tsv", ".zip"], elem_id="train-upload")
+            uploads = {f.train_ui.upload_suffix: f.train_ui.upload_label for f in FAMILIES.values()}
+            upload = gr.File(label=f"Your data ({', '.join(uploads.values())})", file_types=list(uploads),
+                             elem_id="train-upload")
             with gr.Accordion("Full preset (TOML)", open=False):
                 toml = gr.Code(initial[0], language=None, lines=18, label="preset.toml", interactive=True,
                                elem_id="train-toml")
@@ -660,8 +675,9 @@ def build(ctx: AppContext) -> None:
         U(bind(resume_training, jobs=ctx.jobs), settings), [ctx.user, toml, name, ctx.workspace_version], outputs,
         api_name="train_resume", show_progress="minimal", show_progress_on=[status], **ctx.heavy())
     not_started = progress_html(0, 1, "not started: see the message above", None, "error")
-    ctx.reset_on_failure(start_event, status, not_started)
-    ctx.reset_on_failure(resume_event, status, not_started)
+    stopped = lambda shown: 'data-state="stopped"' in shown  # noqa: E731  (Stop has spoken: keep it)
+    ctx.reset_on_failure(start_event, status, not_started, keep=stopped)
+    ctx.reset_on_failure(resume_event, status, not_started, keep=stopped)
     stopping = progress_html(0, 1, "stopping: saving the run at the step it reached…", None, "stopped")
     stop_btn.click(lambda: stopping, None, [status], cancels=[start_event, resume_event], queue=False,
                    show_progress="hidden", **private).then(

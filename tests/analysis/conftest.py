@@ -45,7 +45,7 @@ def tiny_vit(**kw):
 
 
 def tiny_seq2seq(family: str, vocab: int, **kw):
-    from playground.models.registry import build_model
+    from playground.families import build_model
 
     torch.manual_seed(0)
     if family == "rnn_seq2seq":

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import kendalltau, spearmanr
 
-from playground.analysis.agreement import agreement, agreement_table, jsd, kendall_tau, normalise, spearman_rho, \
+from playground.analysis.explain.agreement import agreement, agreement_table, jsd, kendall_tau, normalise, spearman_rho, \
     topk_jaccard, tvd
 
 

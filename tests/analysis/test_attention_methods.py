@@ -4,15 +4,16 @@ from __future__ import annotations
 import pytest
 import torch
 
-from playground.analysis import attention_methods as am
+from playground.analysis.explain import attention as am
 from playground.analysis.query import Query
+from playground.families import get_family
 from tests.analysis.conftest import tiny_gpt, tiny_vit
 
 
 def _gpt_query(model, T: int = 9, pos: int = 5, B: int = 1) -> Query:
     g = torch.Generator().manual_seed(1)
     ids = torch.randint(1, model.config.vocab_size, (B, T), generator=g)
-    return Query(model, "lm", ids, torch.full((B,), 3), model.tok_emb, positions=torch.full((B,), pos),
+    return Query(model, get_family("gpt").explainer, ids, torch.full((B,), 3), model.tok_emb, positions=torch.full((B,), pos),
                  baselines=torch.zeros_like(ids))
 
 
@@ -72,7 +73,7 @@ def test_norm_weighted_equals_attention_ranking_when_value_norms_are_equal() -> 
 def test_vit_reads_the_cls_row_over_patches() -> None:
     model = tiny_vit()
     x = torch.rand(1, 3, 16, 16)
-    q = Query(model, "classifier", x, torch.tensor([1]), model.patch_emb, baselines=torch.zeros_like(x), grid=model.grid)
+    q = Query(model, get_family("vit").explainer, x, torch.tensor([1]), model.patch_emb, baselines=torch.zeros_like(x), grid=model.grid)
     rec = am.record(q, values=True)
     a = rec.maps["blocks.1.attn"]
     torch.testing.assert_close(am.attention(q, rec).values[0], a[0, :, 0, 1:].mean(0))

@@ -5,8 +5,9 @@ import pytest
 import torch
 from torch import nn
 
-from playground.analysis import attributions as at
+from playground.analysis.explain import attributions as at
 from playground.analysis.query import Query
+from playground.families import build_model, get_family
 from tests.analysis.conftest import tiny_gpt
 
 
@@ -31,7 +32,7 @@ def _linear_query() -> tuple[Query, LinearPatches]:
     model = LinearPatches().eval()
     x = torch.rand(2, 2, 4, 4)
     base = torch.rand(2, 2, 4, 4)
-    q = Query(model, "classifier", x, torch.tensor([0, 2]), model.patch_emb, baselines=base, grid=(2, 2), cls_token=False)
+    q = Query(model, get_family("vit").explainer, x, torch.tensor([0, 2]), model.patch_emb, baselines=base, grid=(2, 2), cls_token=False)
     return q, model
 
 
@@ -50,7 +51,7 @@ def test_ig_and_input_x_gradient_are_exact_on_a_linear_model() -> None:
 def test_ig_completeness_within_the_reported_delta() -> None:
     model = tiny_gpt(20)
     ids = torch.randint(1, 20, (2, 8), generator=torch.Generator().manual_seed(0))
-    q = Query(model, "lm", ids, torch.tensor([4, 9]), model.tok_emb, positions=torch.tensor([7, 7]),
+    q = Query(model, get_family("gpt").explainer, ids, torch.tensor([4, 9]), model.tok_emb, positions=torch.tensor([7, 7]),
               baselines=torch.zeros_like(ids))
     ig = at.integrated_gradients(q, n_steps=20)
     gap = ig.values.sum(-1) - (ig.f_inputs - ig.f_baselines)
@@ -62,7 +63,7 @@ def test_ig_completeness_within_the_reported_delta() -> None:
 def test_ig_raises_steps_until_the_delta_passes() -> None:
     model = tiny_gpt(20, d_model=32)
     ids = torch.randint(1, 20, (1, 12), generator=torch.Generator().manual_seed(3))
-    q = Query(model, "lm", ids, torch.tensor([5]), model.tok_emb, positions=torch.tensor([11]),
+    q = Query(model, get_family("gpt").explainer, ids, torch.tensor([5]), model.tok_emb, positions=torch.tensor([11]),
               baselines=torch.zeros_like(ids))
     one = at.integrated_gradients(q, n_steps=1, auto_steps=False)
     auto = at.integrated_gradients(q, n_steps=1, rel_tol=1e-3)
@@ -82,7 +83,7 @@ def test_leave_one_out_matches_a_manual_forward() -> None:
     model = tiny_gpt(20)
     ids = torch.randint(1, 20, (1, 7), generator=torch.Generator().manual_seed(0))
     pos = 4
-    q = Query(model, "lm", ids, torch.tensor([3]), model.tok_emb, positions=torch.tensor([pos]),
+    q = Query(model, get_family("gpt").explainer, ids, torch.tensor([3]), model.tok_emb, positions=torch.tensor([pos]),
               baselines=torch.full_like(ids, 0))
     rep = at.leave_one_out(q, "replace", batch_size=3).values[0]
     dele = at.leave_one_out(q, "delete").values[0]
@@ -98,7 +99,7 @@ def test_leave_one_out_matches_a_manual_forward() -> None:
 def test_positions_after_the_query_get_exactly_zero_from_every_gradient_method() -> None:
     model = tiny_gpt(20)
     ids = torch.randint(1, 20, (2, 9), generator=torch.Generator().manual_seed(0))
-    q = Query(model, "lm", ids, torch.tensor([3, 8]), model.tok_emb, positions=torch.tensor([5, 5]),
+    q = Query(model, get_family("gpt").explainer, ids, torch.tensor([3, 8]), model.tok_emb, positions=torch.tensor([5, 5]),
               baselines=torch.zeros_like(ids))
     for r in (at.saliency(q), at.input_x_gradient(q), at.integrated_gradients(q, 10), at.leave_one_out(q),
               at.leave_one_out(q, "delete"), at.deeplift(q)):
@@ -110,7 +111,7 @@ def test_positions_after_the_query_get_exactly_zero_from_every_gradient_method()
 def test_batched_query_equals_one_example_at_a_time() -> None:
     model = tiny_gpt(20)
     ids = torch.randint(1, 20, (3, 8), generator=torch.Generator().manual_seed(4))
-    q = Query(model, "lm", ids, torch.tensor([3, 8, 1]), model.tok_emb, positions=torch.tensor([7, 3, 5]),
+    q = Query(model, get_family("gpt").explainer, ids, torch.tensor([3, 8, 1]), model.tok_emb, positions=torch.tensor([7, 3, 5]),
               baselines=torch.zeros_like(ids))
     batched = at.integrated_gradients(q, 16, auto_steps=False, internal_batch_size=5).values
     loo = at.leave_one_out(q).values
@@ -126,7 +127,7 @@ def test_vit_occlusion_and_gradients_cover_the_patches() -> None:
 
     model = tiny_vit()
     x = torch.rand(1, 3, 16, 16)
-    q = Query(model, "classifier", x, torch.tensor([2]), model.patch_emb, baselines=torch.zeros_like(x), grid=model.grid)
+    q = Query(model, get_family("vit").explainer, x, torch.tensor([2]), model.patch_emb, baselines=torch.zeros_like(x), grid=model.grid)
     loo = at.leave_one_out(q).values[0]
     x2 = x.clone()
     x2[:, :, 4:8, 8:12] = 0  # patch r1c2 = unit 6
@@ -135,3 +136,12 @@ def test_vit_occlusion_and_gradients_cover_the_patches() -> None:
     assert float(loo[6]) == pytest.approx(float(manual), abs=1e-6)
     ig = at.integrated_gradients(q, 32)
     assert ig.values.shape == (1, 16) and bool(ig.converged.all())
+
+
+def test_batch_rows_counts_every_layer_of_a_transformer_seq2seq() -> None:
+    model = build_model("transformer_seq2seq", dict(vocab_size=14, d_model=16, n_head=2, n_encoder_layers=3,
+                                                    n_decoder_layers=5)).eval()
+    src = torch.tensor([[4, 5, 6, 7]])
+    q = Query(model, get_family("transformer_seq2seq").explainer, src, torch.tensor([9]), model.src_emb,
+              positions=torch.tensor([0]), decoder_inputs=torch.tensor([[1]]), baselines=torch.full_like(src, 3))
+    assert at.batch_rows(q, length=10) == at.ACTIVATION_BUDGET // (10 * 16 * (3 + 5) * 12)

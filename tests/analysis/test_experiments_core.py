@@ -5,24 +5,22 @@ import json
 import math
 import threading
 
+import numpy as np
 import pytest
 import torch
+from scipy.spatial.distance import jensenshannon
 
-from playground.analysis.agreement import jsd as np_jsd
-from playground.analysis.agreement import tvd as np_tvd
-from playground.analysis.experiments_core import (
-    LN2,
+from playground.analysis.divergences import LN2, jsd, tvd
+from playground.analysis.experiments.core import (
     ExperimentResult,
     Probe,
     Progress,
     drive,
-    jsd,
     loop_examples,
     make_generator,
-    tvd,
 )
-from playground.analysis.experiments_data import classifier_queries, lm_queries, seq2seq_queries
-from playground.models.registry import build_model
+from playground.analysis.experiments.data import classifier_queries, lm_queries, seq2seq_queries
+from playground.families import build_model
 
 
 def gpt(**kw):
@@ -60,8 +58,9 @@ def test_tvd_jsd_match_numpy_and_bounds():
     p = torch.rand(5, 7, generator=g).softmax(-1)
     q = torch.rand(5, 7, generator=g).softmax(-1)
     for i in range(5):
-        assert float(tvd(p[i], q[i])) == pytest.approx(np_tvd(p[i].numpy(), q[i].numpy()), abs=1e-6)
-        assert float(jsd(p[i], q[i])) == pytest.approx(np_jsd(p[i].numpy(), q[i].numpy()), abs=1e-6)
+        pi, qi = p[i].double().numpy(), q[i].double().numpy()
+        assert float(tvd(p[i], q[i])) == pytest.approx(0.5 * np.abs(pi - qi).sum(), abs=1e-6)
+        assert float(jsd(p[i], q[i])) == pytest.approx(jensenshannon(pi, qi) ** 2, abs=1e-6)  # scipy's is the square root
     a, b = torch.tensor([1.0, 0, 0]), torch.tensor([0, 0.5, 0.5])
     assert float(jsd(a, b)) == pytest.approx(LN2)  # disjoint supports
     assert float(jsd(a, a)) == 0.0

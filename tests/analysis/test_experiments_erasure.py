@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from playground.analysis import experiments_erasure as er
-from playground.analysis.experiments_core import Probe
-from playground.analysis.experiments_data import classifier_queries, lm_queries
-from playground.models.registry import build_model
+from playground.analysis.experiments import erasure as er
+from playground.analysis.experiments.core import Probe
+from playground.analysis.experiments.data import classifier_queries, lm_queries
+from playground.families import build_model
 
 
 def gpt():

@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 import torch
 
-from playground.analysis.experiments_estimate import (
+from playground.analysis.experiments.estimate import (
     CALIBRATION_STEPS,
     Calibration,
     calibrate,
@@ -37,7 +37,7 @@ def test_format_seconds(seconds: float, text: str) -> None:
 
 
 def test_calibrate_times_one_example(tmp_path) -> None:
-    from playground.analysis.experiments_run import ExperimentOptions
+    from playground.analysis.experiments.runner import ExperimentOptions
     from playground.bundle import load_bundle
     from playground.config import Preset
     from playground.training.engine import run_training

@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from playground.analysis import experiments_jw as jw
-from playground.analysis.experiments_core import LN2, Probe, make_generator
-from playground.analysis.experiments_data import classifier_queries, lm_queries
-from playground.models.registry import build_model
+from playground.analysis.experiments import jain_wallace as jw
+from playground.analysis.divergences import LN2
+from playground.analysis.experiments.core import Probe, make_generator
+from playground.analysis.experiments.data import classifier_queries, lm_queries
+from playground.families import build_model, get_family
 
 
 def gpt(**kw):
@@ -126,7 +127,7 @@ def test_default_epsilon_by_kind():
     model = build_model("vit", dict(image_size=8, patch_size=4, channels=1, n_classes=3, d_model=16, n_layer=1, n_head=2)).eval()
     qs = classifier_queries(model, torch.rand(1, 1, 8, 8))
     res = jw.adversarial(qs, steps=5)
-    assert res.settings["epsilon"] == 0.01 and jw.default_epsilon("lm") == 0.05
+    assert res.settings["epsilon"] == 0.01 and get_family("gpt").explainer.adversarial_epsilon == 0.05
 
 
 def test_agreement_identical_and_reversed_rankings():
@@ -147,7 +148,7 @@ def test_agreement_with_the_analyzer_methods_and_unsupported_skipped():
     assert res.n_done == 2 * 5 and res.examples_done == 2 and all(-1 <= r.tau <= 1 for r in res.rows if not math.isnan(r.tau))
     torch.manual_seed(0)
     rnn = build_model("rnn_seq2seq", dict(vocab_size=12, emb_dim=8, hidden=16)).eval()
-    from playground.analysis.experiments_data import seq2seq_queries
+    from playground.analysis.experiments.data import seq2seq_queries
 
     sq = seq2seq_queries(rnn, [[4, 5, 6, 7]], make_generator(0))[0]
     res = jw.agreement(sq, views=("attention", "rollout"), references=("loo",))

@@ -6,8 +6,8 @@ import json
 import pytest
 import torch
 
-from playground.analysis.experiments_core import drive
-from playground.analysis.experiments_run import EXPERIMENTS, ExperimentOptions, iter_experiment, parse_heads, parse_ints
+from playground.analysis.experiments.core import drive
+from playground.analysis.experiments.runner import EXPERIMENTS, ExperimentOptions, iter_experiment, parse_heads, parse_ints
 from playground.config import Preset
 from playground.errors import PlaygroundError
 
@@ -46,7 +46,7 @@ def bundle(ws, name):
 
 @pytest.mark.parametrize("name,kind", [("gpt", "lm"), ("vit", "classifier"), ("rnn", "seq2seq")])
 def test_held_out_examples_from_the_validation_split(ws, name, kind):
-    from playground.analysis.experiments_data import load_held_out
+    from playground.analysis.experiments.data import load_held_out
 
     b = bundle(ws, name)
     held = load_held_out(b, 5, seed=1, workspace=ws)
@@ -64,7 +64,7 @@ def test_held_out_examples_from_the_validation_split(ws, name, kind):
 
 
 def test_runner_permutation_summary_chart_and_export(ws, tmp_path):
-    from playground.analysis.experiments_summary import summarize
+    from playground.analysis.experiments.summary import summarize
     from playground.charts.experiments import experiment_chart
 
     res = drive(iter_experiment("permutation", bundle(ws, "gpt"), ExperimentOptions(n=4, n_perm=10), ws))
@@ -79,7 +79,7 @@ def test_runner_permutation_summary_chart_and_export(ws, tmp_path):
 @pytest.mark.parametrize("experiment,name", [("pointing", "vit"), ("erasure", "rnn"), ("aopc", "vit"),
                                              ("adversarial", "rnn"), ("diagnostic", "vit")])
 def test_runner_every_experiment_runs_on_a_real_checkpoint(ws, experiment, name):
-    from playground.analysis.experiments_summary import summarize
+    from playground.analysis.experiments.summary import summarize
     from playground.charts.experiments import experiment_chart
 
     opts = ExperimentOptions(n=6, steps=5, diagnostic_steps=2, random_draws=2,

@@ -8,13 +8,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from playground.analysis import experiments_jw as jw
-from playground.analysis import experiments_wp as wp
-from playground.analysis.experiments_core import LN2
-from playground.analysis.experiments_data import classifier_queries, lm_queries
+from playground.analysis.experiments import jain_wallace as jw
+from playground.analysis.experiments import wiegreffe_pinter as wp
+from playground.analysis.divergences import LN2
+from playground.analysis.experiments.data import classifier_queries, lm_queries
 from playground.errors import ConfigError
 from playground.models.attention import override_attention
-from playground.models.registry import build_model, get_family
+from playground.families import build_model, get_family
 from playground.models.rnn_seq2seq import RNN_ATTENTIONS
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from playground.analysis.per_input import METHODS, AnalysisOptions, InputSpec, analyze_checkpoint, analyze_prepared, \
+from playground.analysis.explain.per_input import METHODS, AnalysisOptions, InputSpec, analyze_checkpoint, analyze_prepared, \
     supported_methods
 from playground.bundle import load_bundle, save_bundle
 from playground.errors import PlaygroundError
@@ -68,7 +68,7 @@ def test_seq2seq_gives_target_by_source_matrices(workspace, pair_tok, family) ->
     res = analyze_checkpoint(b, InputSpec(text="abcde", position=-1), AnalysisOptions(methods=ALL, ig_steps=8))
     T = len(res.prepared.rows)
     assert res.prepared.rows[-1] == "<eos>" and res.prepared.selected == T - 1
-    expected = set(supported_methods(family, "seq2seq"))
+    expected = set(supported_methods(family))
     assert set(res.importances) == expected and len(res.notes) == len(ALL) - len(expected)
     for v in res.importances.values():
         assert v.shape == (T, 5) and np.isfinite(v).all()

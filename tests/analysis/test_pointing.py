@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from playground.analysis.pointing import alignment_accuracy, patch_mask, pointing_game
+from playground.analysis.explain.pointing import alignment_accuracy, patch_mask, pointing_game
 from playground.data.images import make_shapes
 
 

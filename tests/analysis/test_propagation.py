@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from playground.analysis.propagation import attention_flow, attention_rollout, entropy, relevancy, with_residual
+from playground.analysis.explain.propagation import attention_flow, attention_rollout, entropy, relevancy, with_residual
 
 
 def _causal_maps(L: int, B: int, H: int, T: int, seed: int = 0) -> list[torch.Tensor]:

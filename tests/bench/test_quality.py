@@ -75,3 +75,37 @@ def test_nanogpt_checkout_model_py_is_the_peer_when_given(tmp_path, capsys):
     assert code == 0
     assert f"nanoGPT CPU recipe ({tmp_path}/model.py)" in out
     assert "ratio" not in out  # one contender: nothing to compare
+
+
+def test_gpu_recipe_is_nanogpts_shakespeare_char_config():
+    """config/train_shakespeare_char.py over train.py's defaults (bias off, bf16, compile)."""
+    from playground.bench.quality import GPU_RECIPE
+
+    r = GPU_RECIPE
+    assert (r["n_layer"], r["n_head"], r["n_embd"], r["block_size"], r["batch_size"]) == (6, 6, 384, 256, 64)
+    assert (r["lr"], r["min_lr"], r["max_iters"], r["warmup"], r["betas"]) == (1e-3, 1e-4, 5000, 100, (0.9, 0.99))
+    assert (r["dropout"], r["eval_interval"], r["eval_iters"], r["log_interval"]) == (0.2, 250, 200, 10)
+    assert r["compile"] and r["threshold"] == 1.47 and r["preset"] == "nanogpt-shakespeare-char"
+    assert recipe_lr(2549, r) == cosine_lr(2549, 1e-3, 1e-4, 100, 5000)
+
+
+def test_gpu_recipe_races_on_a_cpu_when_shrunk(capsys, monkeypatch):
+    """The GPU race's code path (peer on the recipe, ours on nanogpt-shakespeare-char), shrunk to run
+    on this CPU: no compile off CUDA, MFU left out where the device has no known peak."""
+    from playground.bench import quality
+
+    small = {**quality.GPU_RECIPE, "n_layer": 1, "n_head": 2, "n_embd": 32, "block_size": 16, "batch_size": 4}
+    monkeypatch.setitem(quality.RECIPES, "gpu", small)
+    threads = torch.get_num_threads()
+    try:
+        code = main(["bench", "quality", "--recipe", "gpu", "--device", "cpu", "--max-steps", "2",
+                     "--eval-interval", "2", "--eval-iters", "1", "--threshold", "0", "--threads", "1",
+                     "--set", "model.n_layer=1", "--set", "model.n_head=2", "--set", "model.d_model=32",
+                     "--set", "model.block_size=16", "--set", "train.batch_size=4"])
+    finally:
+        torch.set_num_threads(threads)
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "nanoGPT GPU recipe (re-implemented), cpu (fp32" in out and "torch.compile" not in out
+    assert "ours (nanogpt-shakespeare-char: 1L 2H d32 ctx 16, batch 4" in out
+    assert "fixed batches of 4 x 16 characters" in out and "MFU" not in out

@@ -111,7 +111,7 @@ def test_load_corpus_cli_path_and_app_upload(tmp_path, app_policy):
 
 @pytest.mark.parametrize("spec", ATTACKS[:5])
 def test_training_text_pairs_and_image_zips_refuse_paths(tmp_path, app_policy, spec):
-    from playground.training.adapters import get_adapter
+    from playground.families import get_family
     from playground.training.data import ImageDataConfig, PairDataConfig, load_pairs, load_text
 
     with pytest.raises(DataError, match=REFUSED):
@@ -119,11 +119,11 @@ def test_training_text_pairs_and_image_zips_refuse_paths(tmp_path, app_policy, s
     with pytest.raises(DataError, match="shared server.*data.pairs = dates"):
         load_pairs(PairDataConfig(pairs="tsv", path=spec, n=0), app_policy)
     with pytest.raises(DataError, match="shared server.*data.dataset = digits"):
-        get_adapter("vit").prepare(ImageDataConfig(dataset="zip", path=spec), {}, None, policy=app_policy)
+        get_family("vit").adapter.prepare(ImageDataConfig(dataset="zip", path=spec), {}, None, policy=app_policy)
 
 
 def test_training_data_from_uploads_in_the_app_and_paths_on_the_cli(tmp_path, app_policy):
-    from playground.training.adapters import get_adapter
+    from playground.families import get_family
     from playground.training.data import ImageDataConfig, PairDataConfig, load_pairs, load_text
 
     uploads = app_policy.uploads
@@ -133,7 +133,7 @@ def test_training_data_from_uploads_in_the_app_and_paths_on_the_cli(tmp_path, ap
     _text_file(uploads / "c.txt")
     assert len(load_pairs(PairDataConfig(pairs="tsv", path="upload:p.tsv", n=0), app_policy)) == 3
     assert load_text("upload:c.txt", None, policy=app_policy)[0].startswith("line 0")
-    prep = get_adapter("vit").prepare(ImageDataConfig(dataset="zip", path="upload:img.zip", image_size=8,
+    prep = get_family("vit").adapter.prepare(ImageDataConfig(dataset="zip", path="upload:img.zip", image_size=8,
                                                       val_fraction=0.34), {"patch_size": 4}, None, policy=app_policy)
     assert prep.class_names == ["a", "b"]
     # the CLI: plain paths (policy None is the CLI's)

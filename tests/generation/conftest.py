@@ -50,7 +50,7 @@ def _trained_seq2seq(family: str) -> tuple[dict, dict]:
 
     import torch.nn.functional as F
 
-    from playground.models.registry import build_model, get_family
+    from playground.families import build_model, get_family
     from playground.tokenization.simple import build_char_tokenizer, special_ids
 
     tok = build_char_tokenizer([PAIR_ALPHABET])
@@ -86,7 +86,7 @@ def _trained_seq2seq(family: str) -> tuple[dict, dict]:
 
 def _seq2seq_bundle(workspace, family: str, name: str):
     from playground.bundle import load_bundle, save_bundle
-    from playground.models.registry import build_model, get_family
+    from playground.families import build_model, get_family
     from playground.tokenization.simple import build_char_tokenizer
 
     state, cfg_dict = _trained_seq2seq(family)

@@ -45,7 +45,7 @@ def test_next_token_table_for_seq2seq(seq2seq_bundle):
 
 def test_explain_target_gpt(gpt_bundle):
     done = generate(gpt_bundle, GenerateRequest(prompt="the", max_new_tokens=6, sampling=SamplingConfig(temperature=0)))
-    sel = explain_target("tiny-gpt", "lm", done, 0, 2, gpt_bundle.tokenizer)
+    sel = explain_target("tiny-gpt", gpt_bundle.family, done, 0, 2, gpt_bundle.tokenizer)
     sample = done.samples[0]
     assert sel["checkpoint"] == "tiny-gpt"
     assert sel["target_position"] == 3 + 2
@@ -57,7 +57,7 @@ def test_explain_target_gpt(gpt_bundle):
 
 def test_explain_target_seq2seq(seq2seq_bundle):
     done = generate(seq2seq_bundle, GenerateRequest(prompt="abc", max_new_tokens=6))
-    sel = explain_target("s2s", "seq2seq", done, 0, 0, seq2seq_bundle.tokenizer)
+    sel = explain_target("s2s", seq2seq_bundle.family, done, 0, 0, seq2seq_bundle.tokenizer)
     assert sel["input"] == "abc" and sel["target_position"] == 0
     assert sel["target_token"] == done.samples[0].target_tokens[0]
 

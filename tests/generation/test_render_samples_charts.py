@@ -7,11 +7,12 @@ import pandas as pd
 import torch
 
 from playground.charts.generation import alignment_chart, alignment_frame, class_chart, distribution_chart
+from playground.families.vit.examples import display_image
 from playground.generation.api import distribution_table
 from playground.generation.events import StepEvent
 from playground.generation.filters import SamplingConfig
 from playground.generation.render import prob_color, token_choices, token_table, tokens_html
-from playground.generation.samples import display_image, validation_samples
+from playground.generation.samples import validation_samples
 
 
 def _events() -> list[StepEvent]:

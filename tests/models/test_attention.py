@@ -14,10 +14,10 @@ from playground.models.attention import (
     KVCache,
     MultiHeadAttention,
     ScaledDotScore,
-    attend,
     make_score,
     masked_softmax,
     record_attention,
+    scored_attend,
 )
 from playground.models.positional import Rotary
 
@@ -31,7 +31,7 @@ def test_additive_worked_example() -> None:
     s = torch.tensor([[[1.0, 0.0]]])  # [B=1, Q=1, 2]
     h = torch.tensor([[[1.0, 0.0], [0.2, 0.1], [-0.5, 0.3], [0.1, -0.4]]])  # [1, T=4, 2]
     scores = score(s, score.prepare(h))[0, 0]
-    context, weights = attend(score, s, h, h)
+    context, weights = scored_attend(score, s, h, h)
     assert torch.allclose(scores, torch.tensor([0.964, 0.933, 0.753, 0.421]), atol=5e-4)
     assert torch.allclose(weights[0, 0], torch.tensor([0.298, 0.289, 0.241, 0.173]), atol=5e-4)
     assert torch.allclose(context[0, 0], torch.tensor([0.252, 0.032]), atol=5e-4)
@@ -43,7 +43,7 @@ def test_soft_dictionary_lookup() -> None:
     q = torch.tensor([[[0.9, 0.1]]])
     keys = torch.tensor([[[1.0, 0.0], [0.0, 1.0], [0.7, 0.7], [-1.0, 0.0]]])
     values = torch.tensor([[[10.0, 20.0], [30.0, 40.0], [15.0, 25.0], [50.0, 60.0]]])
-    out, w = attend(DotScore(), q, keys, values)
+    out, w = scored_attend(DotScore(), q, keys, values)
     assert torch.allclose(w[0, 0], torch.tensor([0.411, 0.185, 0.336, 0.068]), atol=5e-4)
     assert torch.allclose(out[0, 0], torch.tensor([18.09, 28.09]), atol=5e-3)
 

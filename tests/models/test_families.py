@@ -11,7 +11,7 @@ from safetensors.torch import load_model, save_model
 
 from playground.errors import ConfigError, NotFoundError
 from playground.models.attention import attention_modules, record_attention
-from playground.models.registry import FAMILIES, build_model, get_family
+from playground.families import FAMILIES, build_model, get_family
 
 from .conftest import TINY_CONFIGS, loss_of, make_batch
 

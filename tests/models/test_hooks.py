@@ -20,7 +20,7 @@ from playground.models.attention import (
 )
 from playground.models.gpt import GPT, GPTConfig
 from playground.models.hooks import _SESSIONS
-from playground.models.registry import build_model
+from playground.families import build_model
 
 from .conftest import TINY_CONFIGS, make_batch
 

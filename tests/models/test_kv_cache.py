@@ -7,7 +7,7 @@ import torch
 
 from playground.errors import PlaygroundError
 from playground.models.gpt import GPT, GPTConfig
-from playground.models.registry import build_model
+from playground.families import build_model
 
 from .conftest import TINY_CONFIGS, make_batch
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from playground.models.attention import record_attention
-from playground.models.registry import build_model
+from playground.families import build_model
 
 
 def _visible_uniform(maps: torch.Tensor) -> torch.Tensor:

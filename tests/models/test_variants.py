@@ -7,7 +7,7 @@ import torch
 
 from playground.errors import DataError
 from playground.models.attention import record_attention
-from playground.models.registry import build_model
+from playground.families import build_model
 from playground.models.vit import ViT, ViTConfig
 
 from .conftest import TINY_CONFIGS, make_batch

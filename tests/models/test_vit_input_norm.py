@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from playground.errors import ConfigError
-from playground.models.registry import build_model
+from playground.families import build_model
 from playground.models.vit import standardize_per_image
 
 

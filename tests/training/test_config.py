@@ -6,9 +6,10 @@ import torch
 
 from playground.config import list_presets, load_preset, parse_preset
 from playground.errors import ConfigError
-from playground.models.registry import build_model
-from playground.training.adapters import get_adapter
-from playground.training.config import TrainConfig, preset_to_toml, resolve_run
+from playground.families import build_model
+from playground.families import get_family
+from playground.training.config import TrainConfig, preset_to_toml
+from playground.training.spec import resolve_run
 from tests.training.conftest import corpus_text
 
 TINY_DATA = {
@@ -42,7 +43,7 @@ def test_every_preset_parses_and_builds_its_model(name, tmp_path):
         overrides["data.n"] = "40"
     spec = resolve_run(preset, overrides)
     assert preset.description, "every preset describes itself"
-    adapter = get_adapter(spec.family)
+    adapter = get_family(spec.family).adapter
     prep = adapter.prepare(spec.data, spec.preset.model, None)
     torch.manual_seed(0)
     model = build_model(spec.family, prep.model_config)
@@ -57,7 +58,7 @@ def test_every_preset_parses_and_builds_its_model(name, tmp_path):
 @pytest.mark.parametrize("override", ["model.pos_encoding=rope", "model.norm_placement=post", "model.ffn=swiglu",
                                       "model.attn_scale=false", "model.norm=rmsnorm"])
 def test_transformer_presets_switch_architecture_by_override(name, override):
-    from playground.models.registry import get_family
+    from playground.families import get_family
     from playground.training.config import build_model_config
 
     key, value = override.split("=")
@@ -95,7 +96,7 @@ def test_bad_model_choice_names_the_key_and_choices(tmp_path):
     corpus.write_text(corpus_text(3000), encoding="utf-8")
     spec = resolve_run("nanogpt-cpu-tiny", {"model.pos_encoding": "spiral", "data.corpus": str(corpus)})
     with pytest.raises(ConfigError) as err:
-        get_adapter("gpt").prepare(spec.data, spec.preset.model, None)
+        get_family("gpt").adapter.prepare(spec.data, spec.preset.model, None)
     msg = str(err.value)
     assert "model.pos_encoding" in msg and "rope" in msg and "alibi" in msg
 
@@ -123,7 +124,7 @@ def test_data_contradicting_model_key_is_an_error(tmp_path):
     corpus.write_text(corpus_text(3000), encoding="utf-8")
     spec = resolve_run("nanogpt-cpu-tiny", {"model.vocab_size": "7", "data.corpus": str(corpus)})
     with pytest.raises(ConfigError, match="model.vocab_size"):
-        get_adapter("gpt").prepare(spec.data, spec.preset.model, None)
+        get_family("gpt").adapter.prepare(spec.data, spec.preset.model, None)
 
 
 @pytest.mark.parametrize("name", list_presets())

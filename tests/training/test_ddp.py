@@ -60,3 +60,46 @@ def test_two_processes_match_one_process(tmp_path, corpus_file):
     bundle = load_bundle("ddp", Workspace(root))
     assert bundle.config["run"]["world_size"] == 2 and bundle.config["step"] == 8
     assert not any(k.startswith("module.") for k in bundle.model.state_dict())
+
+
+def test_torchrun_with_one_process_is_distributed(monkeypatch):
+    from playground.training.engine import DistInfo
+
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "test")
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    assert DistInfo.from_env().distributed
+    monkeypatch.delenv("TORCHELASTIC_RUN_ID")
+    assert not DistInfo.from_env().distributed  # a plain process: no process group, no DDP
+
+
+def test_one_launched_process_trains_through_ddp_on_the_single_process_curve(tmp_path, corpus_file, monkeypatch):
+    """torchrun --nproc_per_node 1 (how the DDP path is exercised on one GPU): the model is wrapped
+    in DistributedDataParallel, the loss is all-reduced, and the curve is the plain run's."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    from playground.bundle import load_bundle
+    from playground.training.engine import DistInfo, run_training
+    from playground.workspace import Workspace
+
+    preset = tiny_preset("gpt", corpus_file, max_steps=6, batch_size=8, eval_interval=3, preview=False)
+    plain = run_training(preset, Workspace(tmp_path / "plain"), "plain", device="cpu")
+    wrapped = []
+
+    class Spy(DistributedDataParallel):
+        def __init__(self, *args, **kwargs):
+            wrapped.append(True)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.parallel, "DistributedDataParallel", Spy)
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(free_port()))
+    tdist.init_process_group("gloo", rank=0, world_size=1)
+    try:
+        ddp = run_training(preset, Workspace(tmp_path / "ddp"), "ddp", device="cpu",
+                           dist=DistInfo(0, 1, 0, launched=True))
+    finally:
+        tdist.destroy_process_group()
+    assert wrapped == [True]
+    assert [e.train_loss for e in ddp.events if e.kind == "step"] == pytest.approx(
+        [e.train_loss for e in plain.events if e.kind == "step"], abs=1e-6)
+    assert not any(k.startswith("module.") for k in load_bundle("ddp", Workspace(tmp_path / "ddp")).model.state_dict())

@@ -11,7 +11,9 @@ import torch
 
 from playground.bundle import load_bundle, read_metrics_csv
 from playground.errors import TrainingError
-from playground.training import adapters as adapters_mod
+from playground.families import FAMILIES
+from playground.families.gpt.training import GPTAdapter
+from playground.models.gpt import GPTConfig
 from playground.training import engine as engine_mod
 from playground.training.device import device_caps
 from playground.training.engine import run_training, train
@@ -52,7 +54,7 @@ def test_deferred_read_back_gives_the_same_events_metrics_and_weights(workspace,
 
 
 def test_a_nan_between_read_backs_is_caught_at_the_next_one(workspace, corpus_file, monkeypatch, deferred):
-    monkeypatch.setitem(adapters_mod.ADAPTERS, "gpt", _NaNAfter(after=6))
+    monkeypatch.setitem(FAMILIES, "gpt", dataclasses.replace(FAMILIES["gpt"], adapter=_NaNAfter(after=6)))
     preset = tiny_preset("gpt", corpus_file, max_steps=20, eval_interval=4, log_interval=4)
     with pytest.raises(TrainingError) as err:
         run_training(preset, workspace, "nan", device="cpu")
@@ -63,10 +65,11 @@ def test_a_nan_between_read_backs_is_caught_at_the_next_one(workspace, corpus_fi
     assert all(torch.isfinite(p).all() for p in bundle.model.parameters())
 
 
-class _StopAt(adapters_mod.GPTAdapter):
+class _StopAt(GPTAdapter):
     """Asks the run to stop during training step `at` (between read-backs)."""
 
     def __init__(self, stop: threading.Event, at: int) -> None:
+        super().__init__("gpt", GPTConfig)
         self.stop, self.at, self.calls = stop, at, 0
 
     def loss(self, model, batch, label_smoothing=0.0):
@@ -79,7 +82,7 @@ class _StopAt(adapters_mod.GPTAdapter):
 
 def test_stop_between_read_backs_saves_the_steps_done(workspace, corpus_file, monkeypatch, deferred):
     stop = threading.Event()
-    monkeypatch.setitem(adapters_mod.ADAPTERS, "gpt", _StopAt(stop, at=6))
+    monkeypatch.setitem(FAMILIES, "gpt", dataclasses.replace(FAMILIES["gpt"], adapter=_StopAt(stop, at=6)))
     preset = tiny_preset("gpt", corpus_file, max_steps=20, eval_interval=100, log_interval=4)
     events = list(train(preset, workspace, "stopped", device="cpu", stop=stop))
     assert events[-1].kind == "stopped" and events[-1].step == 6
@@ -96,7 +99,7 @@ def test_stop_between_read_backs_after_a_nan_saves_nothing(workspace, corpus_fil
                 stop.set()
             return super().loss(model, batch, label_smoothing)
 
-    monkeypatch.setitem(adapters_mod.ADAPTERS, "gpt", NaNThenStop(after=5))  # step 6 is NaN, then Stop
+    monkeypatch.setitem(FAMILIES, "gpt", dataclasses.replace(FAMILIES["gpt"], adapter=NaNThenStop(after=5)))  # step 6 is NaN, then Stop
     preset = tiny_preset("gpt", corpus_file, max_steps=20, eval_interval=100, log_interval=4)
     with pytest.raises(TrainingError, match="at step 6"):
         list(train(preset, workspace, "nan-stop", device="cpu", stop=stop))

@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from playground.errors import NotFoundError
-from playground.training.adapters import get_adapter
-from playground.training.config import resolve_run
+from playground.families import get_family
+from playground.training.spec import resolve_run
 from playground.training.data import EpochSampler, PairData, encode_text, length_bucket
 from tests.training.conftest import corpus_text, tiny_preset
 
@@ -23,7 +23,7 @@ def test_epoch_sampler_visits_every_example_once_per_epoch():
 @pytest.mark.parametrize("family", ["gpt", "vit", "rnn_seq2seq"])
 def test_global_batch_is_a_function_of_the_step_and_slices_tile_it(family, corpus_file):
     spec = resolve_run(tiny_preset(family, corpus_file))
-    adapter = get_adapter(family)
+    adapter = get_family(family).adapter
     prep = adapter.prepare(spec.data, spec.preset.model, None)
     whole = adapter.batch(prep, 5, 3, 0, 8, 8)
     again = adapter.batch(adapter.prepare(spec.data, spec.preset.model, None), 5, 3, 0, 8, 8)
@@ -38,8 +38,8 @@ def test_global_batch_is_a_function_of_the_step_and_slices_tile_it(family, corpu
 
 def test_text_windows_are_shifted_targets(corpus_file):
     spec = resolve_run(tiny_preset("gpt", corpus_file))
-    prep = get_adapter("gpt").prepare(spec.data, spec.preset.model, None)
-    b = get_adapter("gpt").batch(prep, 0, 0, 0, 4, 4)
+    prep = get_family("gpt").adapter.prepare(spec.data, spec.preset.model, None)
+    b = get_family("gpt").adapter.batch(prep, 0, 0, 0, 4, 4)
     assert b["x"].shape == (4, 16) and torch.equal(b["x"][:, 1:], b["y"][:, :-1])
     text = corpus_text()
     assert prep.tokenizer.decode(prep.payload.train[:40].tolist(), skip_special_tokens=False) == text[:40]
@@ -58,8 +58,8 @@ def test_chunked_encoding_equals_whole_encoding():
 
 def test_image_split_is_seeded_and_disjoint():
     spec = resolve_run(tiny_preset("vit"))
-    a = get_adapter("vit").prepare(spec.data, spec.preset.model, None)
-    b = get_adapter("vit").prepare(spec.data, spec.preset.model, None)
+    a = get_family("vit").adapter.prepare(spec.data, spec.preset.model, None)
+    b = get_family("vit").adapter.prepare(spec.data, spec.preset.model, None)
     assert torch.equal(a.payload.val.images, b.payload.val.images)
     assert a.payload.train.n + a.payload.val.n == 300 and a.payload.val.n == 60
     assert a.model_config.image_size == 8 and a.model_config.channels == 1 and a.model_config.n_classes == 10
@@ -76,7 +76,7 @@ def test_pair_collation_frames_targets():
 
 def test_seq2seq_ids_come_from_the_tokenizer():
     spec = resolve_run(tiny_preset("rnn_seq2seq"))
-    prep = get_adapter("rnn_seq2seq").prepare(spec.data, spec.preset.model, None)
+    prep = get_family("rnn_seq2seq").adapter.prepare(spec.data, spec.preset.model, None)
     cfg = prep.model_config
     assert (cfg.pad_id, cfg.bos_id, cfg.eos_id) == (0, 1, 2) and cfg.vocab_size == prep.tokenizer.get_vocab_size()
     src, tgt = prep.payload.val_text[0]
@@ -87,7 +87,7 @@ def test_seq2seq_ids_come_from_the_tokenizer():
 def test_unknown_workspace_tokenizer_lists_what_there_is(workspace, corpus_file):
     spec = resolve_run(tiny_preset("gpt", corpus_file), {"data.tokenizer": "my-bpe"})
     with pytest.raises(NotFoundError) as err:
-        get_adapter("gpt").prepare(spec.data, spec.preset.model, workspace)
+        get_family("gpt").adapter.prepare(spec.data, spec.preset.model, workspace)
     assert "my-bpe" in str(err.value) and "Tokenizer tab" in str(err.value)
 
 
@@ -97,13 +97,13 @@ def test_workspace_tokenizer_is_used(workspace, corpus_file):
     tok = build_char_tokenizer([corpus_text()], ["<eot>"])
     workspace.save_tokenizer("chars2", tok.to_str(), {"vocab_size": tok.get_vocab_size()})
     spec = resolve_run(tiny_preset("gpt", corpus_file), {"data.tokenizer": "chars2"})
-    prep = get_adapter("gpt").prepare(spec.data, spec.preset.model, workspace)
+    prep = get_family("gpt").adapter.prepare(spec.data, spec.preset.model, workspace)
     assert prep.model_config.vocab_size == tok.get_vocab_size() and prep.info["tokenizer"] == "chars2"
 
 
 def test_length_pools_group_similar_lengths_and_stay_stateless():
     spec = resolve_run(tiny_preset("rnn_seq2seq"), {"data.length_pool": "4"})
-    prep = get_adapter("rnn_seq2seq").prepare(spec.data, spec.preset.model, None)
+    prep = get_family("rnn_seq2seq").adapter.prepare(spec.data, spec.preset.model, None)
     data = prep.payload
     pool = [data.train_indices(0, s, 0, 8, 8) for s in range(4)]  # one pool of 4 batches
     plain = data.sampler.indices(0, 32).tolist()
@@ -112,5 +112,5 @@ def test_length_pools_group_similar_lengths_and_stay_stateless():
     rand = [plain[j:j + 8] for j in range(0, 32, 8)]
     rand_spans = [max(len(data.train_src[i]) for i in b) - min(len(data.train_src[i]) for i in b) for b in rand]
     assert sum(spans) < sum(rand_spans)
-    fresh = get_adapter("rnn_seq2seq").prepare(spec.data, spec.preset.model, None).payload
+    fresh = get_family("rnn_seq2seq").adapter.prepare(spec.data, spec.preset.model, None).payload
     assert fresh.train_indices(0, 2, 4, 4, 8) == pool[2][4:]  # any step, any slice, no history needed

@@ -35,7 +35,7 @@ def _save_vit(ws: Workspace, name: str) -> None:
 
 
 def _save_seq2seq(ws: Workspace, name: str) -> None:
-    from playground.models.registry import build_model
+    from playground.families import build_model
     from playground.tokenization.simple import build_char_tokenizer
 
     tok = build_char_tokenizer(["abcdefghij"])

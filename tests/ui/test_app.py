@@ -18,7 +18,7 @@ def _tiny_tokenizer_json() -> str:
 
 def _save_tiny_model(ws: Workspace, name: str) -> None:
     from playground.bundle import save_bundle
-    from playground.models.registry import build_model, get_family
+    from playground.families import build_model, get_family
 
     family = get_family("gpt")
     cfg = family.config_cls(vocab_size=8, block_size=8, n_layer=1, n_head=1, d_model=8)

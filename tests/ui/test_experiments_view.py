@@ -179,7 +179,7 @@ def test_defaults_eta_and_a_cleared_result_area():
 def test_estimate_line_before_a_run(env):
     """The line next to Run: the total from the timing of one example, recomputed without new
     timing while only the example count or the steps change."""
-    from playground.analysis.experiments_estimate import Calibration, format_seconds
+    from playground.analysis.experiments.estimate import Calibration, format_seconds
 
     ws, settings = env
     args = {**RUN_DEFAULTS, "n": 4, "steps": 20}

@@ -14,10 +14,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
+import torch
+
+from playground.analysis import divergences
 
 ArrayLike = Sequence[float] | np.ndarray
-
-LN2 = math.log(2.0)
 
 
 def _vec(values: ArrayLike, keep: ArrayLike | None = None, absolute: bool = False) -> np.ndarray:
@@ -32,7 +33,7 @@ def _vec(values: ArrayLike, keep: ArrayLike | None = None, absolute: bool = Fals
 
 def kendall_tau(a: ArrayLike, b: ArrayLike) -> tuple[float, float]:
     """Kendall tau-b and its two-sided p-value (scipy.stats.kendalltau); NaN for < 2 units or a constant vector."""
-    from scipy.stats import kendalltau
+    from scipy.stats import kendalltau  # here, not at the top: scipy.stats adds ~1 s to the app's start
 
     a, b = _vec(a), _vec(b)
     if a.size < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
@@ -43,7 +44,7 @@ def kendall_tau(a: ArrayLike, b: ArrayLike) -> tuple[float, float]:
 
 def spearman_rho(a: ArrayLike, b: ArrayLike) -> tuple[float, float]:
     """Spearman rank correlation and p-value (scipy.stats.spearmanr); NaN when undefined."""
-    from scipy.stats import spearmanr
+    from scipy.stats import spearmanr  # here, not at the top: scipy.stats adds ~1 s to the app's start
 
     a, b = _vec(a), _vec(b)
     if a.size < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
@@ -77,24 +78,21 @@ def normalise(values: ArrayLike) -> np.ndarray:
 
 
 def jsd(p: ArrayLike, q: ArrayLike, normalize: bool = True) -> float:
-    """Jensen–Shannon divergence, natural log: ½KL(p‖m) + ½KL(q‖m), m = (p+q)/2; 0 ≤ JSD ≤ ln 2.
+    """Jensen–Shannon divergence (natural log) of two vectors, 0 ≤ JSD ≤ ln 2
+    (:func:`playground.analysis.divergences.jsd` in float64).
 
     With ``normalize`` the inputs are first mapped to |v| / Σ|v|.
     """
-    from scipy.special import rel_entr
-
     p = normalise(p) if normalize else _vec(p)
     q = normalise(q) if normalize else _vec(q)
     if p.shape != q.shape:
         raise ValueError(f"JSD of vectors of different lengths {p.size} and {q.size}")
-    m = 0.5 * (p + q)
-    value = 0.5 * rel_entr(p, m).sum() + 0.5 * rel_entr(q, m).sum()
-    return float(min(max(value, 0.0), LN2))
+    return float(divergences.jsd(torch.from_numpy(p), torch.from_numpy(q)))
 
 
 def tvd(p: ArrayLike, q: ArrayLike) -> float:
-    """Total variation distance ½Σ|p − q| of two distributions."""
-    return float(0.5 * np.abs(_vec(p) - _vec(q)).sum())
+    """Total variation distance ½Σ|p − q| of two distributions (float64)."""
+    return float(divergences.tvd(torch.from_numpy(_vec(p)), torch.from_numpy(_vec(q))))
 
 
 @dataclass(frozen=True)

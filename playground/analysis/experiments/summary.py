@@ -9,7 +9,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from playground.analysis.experiments_core import LN2, ExperimentResult
+from playground.analysis.divergences import LN2
+from playground.analysis.experiments.core import ExperimentResult
+from playground.analysis.explainer import FamilyExplainer
+from playground.families import FAMILIES
 
 
 @dataclass
@@ -62,8 +65,9 @@ def _pct(x: Any) -> str:
 
 
 def _output_name(kind: str | None) -> str:
-    return {"lm": "next-token distribution", "classifier": "class distribution",
-            "seq2seq": "output-token distribution"}.get(kind or "", "output distribution")
+    """How the families of a task (the results' recorded kind) name their explained distribution."""
+    names = [f.explainer.output_name for f in FAMILIES.values() if f.explainer.kind == kind]
+    return names[0] if names else FamilyExplainer.output_name
 
 
 def _where(settings: dict[str, Any]) -> str:
@@ -169,7 +173,7 @@ def summarize_adversarial(result: Any) -> Summary:
 
 
 def summarize_agreement(result: Any) -> Summary:
-    from playground.analysis.experiments_jw import JW_TABLE2
+    from playground.analysis.experiments.jain_wallace import JW_TABLE2
 
     pairs = result.stats()["pairs"]
     findings = []
@@ -210,7 +214,7 @@ def summarize_agreement(result: Any) -> Summary:
 
 
 def summarize_uniform(result: Any) -> Summary:
-    from playground.analysis.experiments_wp import LEARNED, RETRAINED, UNIFORM
+    from playground.analysis.experiments.wiegreffe_pinter import LEARNED, RETRAINED, UNIFORM
 
     v = result.stats()["variants"]
     learned, uni, re = v.get(LEARNED, {}), v.get(UNIFORM, {}), v.get(RETRAINED, {})

@@ -10,7 +10,7 @@ Which maps relate input to target (ANALYZER.md):
 
 Methods: one layer/head or the head mean, rollout, flow, norm-weighted (Kobayashi et al.
 2020) and gradient-weighted relevancy (Chefer et al. 2021). All take a :class:`Query` and
-return an :class:`~playground.analysis.attributions.Attribution` with values [B,U].
+return an :class:`~playground.analysis.explain.attributions.Attribution` with values [B,U].
 """
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
-from playground.analysis.attributions import Attribution, no_cudnn
-from playground.analysis.propagation import attention_flow, attention_rollout, entropy, relevancy
+from playground.analysis.explain.attributions import Attribution, no_cudnn
+from playground.analysis.explain.propagation import FLOW_MAX_TOKENS, attention_flow, attention_rollout, entropy, relevancy
 from playground.analysis.query import Query
 from playground.errors import PlaygroundError
 from playground.models.attention import MultiHeadAttention, ScoredAttention, attention_modules, record_attention
@@ -80,13 +80,9 @@ def record(query: Query, values: bool = False, keep_grad: bool = False) -> Recor
 # Which maps explain the target, and which of their rows
 
 
-def explaining_maps(model: nn.Module, kind: str) -> list[str]:
-    """Names of the maps whose query rows look at the input units, first layer first."""
-    names = list(attention_modules(model))
-    if kind == "seq2seq":
-        cross = [n for n in names if n.endswith("cross_attn")]
-        return cross or [n for n in names if n == "decoder.attention"]
-    return [n for n in names if n.startswith("blocks.")]
+def explaining_maps(query: Query) -> list[str]:
+    """Names of the maps whose query rows look at the input units, first layer first (the family's choice)."""
+    return query.explainer.explaining_maps(query.model)
 
 
 def encoder_maps(model: nn.Module) -> list[str]:
@@ -98,15 +94,7 @@ def rows(query: Query, attn: Tensor) -> Tensor:
     """The rows of ``attn`` [B,H,Q,K] (or [B,Q,K]) that explain each example -> [B,H,U] (or [B,U])."""
     squeeze = attn.dim() == 3
     a = attn.unsqueeze(1) if squeeze else attn  # [B,H,Q,K]
-    B = a.shape[0]
-    if query.kind == "classifier":
-        if query.cls_token:
-            out = a[:, :, 0, 1:]  # CLS row over the patches
-        else:
-            out = a.mean(dim=2)  # mean pooling: every patch row counts equally
-    else:
-        idx = torch.arange(B, device=a.device)
-        out = a[idx, :, query.positions]  # [B,H,K]
+    out = query.explainer.explained_rows(query, a)  # [B,H,U]
     return out[:, 0] if squeeze else out
 
 
@@ -121,7 +109,7 @@ def _layer_name(names: list[str], layer: int | None) -> str:
 
 def attention(query: Query, rec: Recording, layer: int | None = None, head: int | None = None) -> Attribution:
     """Raw attention of one layer (None = last) and one head (None = mean over heads) -> [B,U]."""
-    names = explaining_maps(query.model, query.kind)
+    names = explaining_maps(query)
     a = rows(query, rec.maps[_layer_name(names, layer)])  # [B,H,U]
     if head is not None and not 0 <= head < a.shape[1]:
         raise PlaygroundError(f"Head {head} does not exist; this layer has {a.shape[1]} head(s) (0..{a.shape[1] - 1}).")
@@ -133,15 +121,15 @@ def attention(query: Query, rec: Recording, layer: int | None = None, head: int 
 
 def mean_attention(query: Query, rec: Recording) -> Attribution:
     """Attention averaged over every layer and head."""
-    names = explaining_maps(query.model, query.kind)
+    names = explaining_maps(query)
     values = torch.stack([rows(query, rec.maps[n]).mean(1) for n in names]).mean(0)
     return Attribution("attention_mean", values.detach(), signed=False)
 
 
 def _self_layers(query: Query, rec: Recording) -> list[Tensor]:
-    if query.kind == "seq2seq":
+    if query.explainer.through_cross_attention:
         raise PlaygroundError("internal: seq2seq rollout goes through the encoder maps")
-    return [rec.maps[n] for n in explaining_maps(query.model, query.kind)]
+    return [rec.maps[n] for n in explaining_maps(query)]
 
 
 def rollout(query: Query, rec: Recording, residual: float = 0.5) -> Attribution:
@@ -150,9 +138,9 @@ def rollout(query: Query, rec: Recording, residual: float = 0.5) -> Attribution:
     Transformer seq2seq: head-mean cross-attention of the last decoder layer times the rollout
     of the encoder (a simplification: decoder self-attention is not rolled out).
     """
-    if query.kind == "seq2seq":
+    if query.explainer.through_cross_attention:
         enc = encoder_maps(query.model)
-        cross = explaining_maps(query.model, "seq2seq")
+        cross = explaining_maps(query)
         if not enc:
             raise PlaygroundError("Rollout needs self-attention layers; the RNN seq2seq has one attention (use 'attention').")
         r_enc = attention_rollout([rec.maps[n] for n in enc], residual)  # [B,S,S]
@@ -161,27 +149,22 @@ def rollout(query: Query, rec: Recording, residual: float = 0.5) -> Attribution:
     else:
         r = attention_rollout(_self_layers(query, rec), residual)  # [B,T,T]
         values = rows(query, r)
-        if query.kind == "classifier" and query.cls_token:
+        if query.explainer.cls_slot(query):
             values = values / values.sum(-1, keepdim=True).clamp_min(1e-12)  # renormalise without CLS
     return Attribution("rollout", values.detach().float(), signed=False)
 
 
 def flow(query: Query, rec: Recording, residual: float = 0.5, max_tokens: int | None = None) -> Attribution:
     """Attention flow (max-flow) of each example -> [B,U]; capped sequence length (see propagation)."""
-    from playground.analysis.propagation import FLOW_MAX_TOKENS
-
-    if query.kind == "seq2seq":
-        raise PlaygroundError("Attention flow is offered for GPT and ViT (one self-attention stack); use rollout here.")
-    if query.kind == "classifier" and not query.cls_token:
-        raise PlaygroundError("Attention flow needs a CLS query; this ViT pools by mean (use rollout).")
+    query.explainer.check_attention(query, "flow")
     layers = _self_layers(query, rec)
     out = []
     for b in range(query.batch_size):
-        q = 0 if query.kind == "classifier" else int(query.positions[b])  # type: ignore[index]
-        f = attention_flow([a[b] for a in layers], q, residual, max_tokens or FLOW_MAX_TOKENS)
+        q = query.explainer.query_row(query, b)
+        f = attention_flow([a[b] for a in layers], q, residual, max_tokens or FLOW_MAX_TOKENS)  # type: ignore[arg-type]
         f = torch.as_tensor(f, dtype=torch.float32)
-        if query.kind == "classifier":
-            f = f[1:] / f[1:].sum().clamp_min(1e-12)
+        if query.explainer.cls_slot(query):
+            f = f[1:] / f[1:].sum().clamp_min(1e-12)  # the patches, renormalised without CLS
         out.append(f)
     return Attribution("flow", torch.stack(out).to(query.device), signed=False)
 
@@ -210,7 +193,7 @@ def norm_weighted(query: Query, rec: Recording, layer: int | None = None, head: 
 
     ``rec`` must come from ``record(query, values=True)``.
     """
-    names = explaining_maps(query.model, query.kind)
+    names = explaining_maps(query)
     name = _layer_name(names, layer)
     if name not in rec.values_in:
         raise ValueError("norm-weighted attention needs record(query, values=True)")
@@ -218,10 +201,9 @@ def norm_weighted(query: Query, rec: Recording, layer: int | None = None, head: 
     with torch.no_grad():
         f = value_vectors(module, rec.values_in[name])  # [B,H,K,D]
         a = rows(query, rec.maps[name])  # [B,H,U]
-        if query.kind == "classifier" and query.cls_token:
+        if query.explainer.cls_slot(query):
             f = f[:, :, 1:]  # drop the CLS key: the units are the patches
-        if query.kind == "classifier" and not query.cls_token:
-            raise PlaygroundError("Norm-weighted attention needs one query row; this ViT pools by mean.")
+        query.explainer.check_attention(query, "norm")
         weighted = a[..., None] * f  # [B,H,U,D]
         values = weighted.sum(1).norm(dim=-1) if head is None else weighted[:, head].norm(dim=-1)  # [B,U]
     label = "norm" if layer is None and head is None else f"norm_L{'last' if layer is None else layer}" + \
@@ -234,9 +216,8 @@ def grad_relevancy(query: Query) -> Attribution:
 
     Ā_l = mean_h (∇A_l ⊙ A_l)⁺, R ← R + Ā_l R from R = I, read at the explaining row.
     """
-    if query.kind == "seq2seq":
-        raise PlaygroundError("Gradient-weighted relevancy is offered for GPT and ViT; use IG for seq2seq models.")
-    names = explaining_maps(query.model, query.kind)
+    query.explainer.check_attention(query, "relevancy")
+    names = explaining_maps(query)
     owner = threading.get_ident()
 
     def needs_grad(module: nn.Module, args: tuple, output: Tensor) -> Tensor | None:
@@ -263,9 +244,9 @@ def head_rows(query: Query, rec: Recording) -> tuple[Tensor, Tensor]:
 
     The entropy is that of the whole attention row (for a CLS query the CLS key included).
     """
-    names = explaining_maps(query.model, query.kind)
+    names = explaining_maps(query)
     r = torch.stack([rows(query, rec.maps[n]) for n in names], dim=1)  # [B,L,H,U]
-    if query.kind == "classifier" and query.cls_token:
+    if query.explainer.cls_slot(query):
         full = torch.stack([rec.maps[n][:, :, 0] for n in names], dim=1)  # [B,L,H,1+U]
     else:
         full = r

@@ -17,13 +17,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from playground.analysis import attention_methods as am
-from playground.analysis import attributions as at
-from playground.analysis.agreement import agreement_table
-from playground.analysis.inputs import Prepared
-from playground.analysis.pointing import alignment_accuracy, patch_mask, pointing_game
-from playground.analysis.propagation import FLOW_MAX_TOKENS
+from playground.analysis.explain import attention as am
+from playground.analysis.explain import attributions as at
+from playground.analysis.explain.agreement import agreement_table
+from playground.analysis.inputs import Prepared, data_samples
+from playground.analysis.explain.pointing import alignment_accuracy, patch_mask, pointing_game
+from playground.analysis.explain.propagation import FLOW_MAX_TOKENS
 from playground.errors import PlaygroundError
+from playground.families import get_family
 from playground.zerogpu import ANALYSIS_S, gpu
 
 # name -> description (in the order the views show them)
@@ -43,13 +44,6 @@ METHODS: dict[str, str] = {
 }
 DEFAULT_METHODS = ("attention", "rollout", "flow", "norm", "relevancy", "saliency", "ixg", "ig", "loo")
 ATTENTION_METHODS = ("attention", "attention_mean", "rollout", "flow", "norm", "relevancy")
-# what each family can compute (the others are skipped with a note)
-UNSUPPORTED: dict[str, set[str]] = {
-    "lm": set(),
-    "classifier": {"loo_delete"},
-    "transformer_seq2seq": {"flow", "relevancy"},
-    "rnn_seq2seq": {"rollout", "flow", "relevancy"},
-}
 
 
 @dataclass
@@ -193,14 +187,10 @@ def _clean(obj: Any) -> Any:
     return obj
 
 
-def _family_key(p: Prepared) -> str:
-    return p.family if p.kind == "seq2seq" else p.kind
-
-
-def supported_methods(family: str, kind: str) -> list[str]:
-    """Methods that apply to a family (ViT, GPT, Transformer or RNN seq2seq)."""
-    key = family if kind == "seq2seq" else kind
-    return [m for m in METHODS if m not in UNSUPPORTED.get(key, set())]
+def supported_methods(family: str) -> list[str]:
+    """Methods that apply to a family (the others are skipped with a note)."""
+    unavailable = get_family(family).explainer.unavailable
+    return [m for m in METHODS if m not in unavailable]
 
 
 def _run_method(m: str, q: Any, rec: am.Recording | None, opts: AnalysisOptions) -> at.Attribution:
@@ -236,16 +226,16 @@ def analyze_prepared(prepared: Prepared, options: AnalysisOptions | None = None,
     opts = options or AnalysisOptions()
     q = prepared.query
     notes: list[str] = []
-    skip = UNSUPPORTED.get(_family_key(prepared), set())
+    skip = q.explainer.unavailable
     methods = [m for m in opts.methods if m not in skip]
     for m in opts.methods:
         if m in skip:
             notes.append(f"{m}: not available for {prepared.family} ({METHODS[m].split(' (')[0]}).")
-    has_attention = bool(am.explaining_maps(q.model, q.kind))
+    has_attention = bool(am.explaining_maps(q))
     if not has_attention:
         notes += [f"{m}: this model has no attention." for m in methods if m in ATTENTION_METHODS]
         methods = [m for m in methods if m not in ATTENTION_METHODS]
-    if "flow" in methods and q.n_units + (1 if q.kind == "classifier" else 0) > opts.flow_max_tokens:
+    if "flow" in methods and q.explainer.attention_keys(q) > opts.flow_max_tokens:
         notes.append(f"flow: skipped, the input has more than {opts.flow_max_tokens} tokens (flow is capped; use rollout).")
         methods.remove("flow")
 
@@ -293,9 +283,9 @@ def analyze_prepared(prepared: Prepared, options: AnalysisOptions | None = None,
     table = agreement_table(sel, keep=keep, k=opts.k)
     result = InputAnalysis(prepared, importances, signed, table, heads, ig_info, dl_info,
                            timings=timings, notes=notes)
-    if prepared.kind == "classifier" and prepared.mask is not None:
+    if prepared.mask is not None:  # an image with its object's mask (vit-shapes)
         result.pointing = pointing_table(result)
-    if prepared.kind == "seq2seq" and prepared.gold_alignment:
+    if prepared.gold_alignment:  # a validation pair whose output matches the reference
         result.alignment = alignment_table(result)
     return result
 
@@ -323,25 +313,10 @@ def alignment_table(result: InputAnalysis):
 def head_grid(prepared: Prepared, rec: am.Recording, window: int = 24) -> HeadGrid:
     """Per layer x head maps for the grid view and the entropy of each head's explaining row."""
     q = prepared.query
-    names = am.explaining_maps(q.model, q.kind)
-    b = prepared.selected
-    full = torch.stack([rec.maps[n][b] for n in names])  # [L,H,Q,K]
-    if q.kind == "classifier":
-        rows_, cols = q.grid  # type: ignore[misc]
-        row = full[:, :, 0] if q.cls_token else full.mean(2)  # [L,H,K]
-        ent = am.entropy(row)  # over the whole row (CLS included)
-        patches = row[..., 1:] if q.cls_token else row
-        maps = patches.reshape(*patches.shape[:2], rows_, cols)
-        return HeadGrid(names, maps.cpu().numpy(), ent.cpu().numpy(), [], [], "grid")
-    if q.kind == "seq2seq":
-        ent = am.entropy(full[:, :, b])  # [L,H] at the selected output step
-        return HeadGrid(names, full.cpu().numpy(), ent.cpu().numpy(), prepared.rows, prepared.units, "matrix")
-    pos = int(q.positions[b])  # type: ignore[index]
-    lo = max(0, pos + 1 - window)
-    ent = am.entropy(full[:, :, pos])
-    maps = full[:, :, lo:pos + 1, lo:pos + 1]
-    labels = prepared.units[lo:pos + 1]
-    return HeadGrid(names, maps.cpu().numpy(), ent.cpu().numpy(), labels, labels, "matrix")
+    names = am.explaining_maps(q)
+    full = torch.stack([rec.maps[n][prepared.selected] for n in names])  # [L,H,Q,K]
+    maps, ent, query_labels, key_labels, layout = q.explainer.head_maps(prepared, full, window)
+    return HeadGrid(names, maps.cpu().numpy(), ent.cpu().numpy(), query_labels, key_labels, layout)
 
 
 # ----------------------------------------------------------------------------------------
@@ -363,49 +338,16 @@ class InputSpec:
 
 def prepare_input(bundle: Any, spec: InputSpec, device: str | torch.device = "cpu") -> Prepared:
     """A Prepared query for a loaded bundle (playground.bundle.Bundle) and raw input."""
-    from playground.analysis import inputs as inp
-    from playground.models.registry import get_family
-
-    kind = get_family(bundle.family).kind
-    model = bundle.model
     sample = None
     if spec.sample is not None:
-        samples = inp.data_samples(bundle.config, bundle.family, n=max(50, spec.sample + 1))
+        samples = data_samples(bundle.config, bundle.family, n=max(50, spec.sample + 1))
         if not samples:
             raise PlaygroundError("This checkpoint's data cannot be rebuilt here (an upload, or not written by the "
                                   "trainer); type or upload an input instead.")
         if not 0 <= spec.sample < len(samples):
             raise PlaygroundError(f"Sample {spec.sample} does not exist; choose 0..{len(samples) - 1}.")
         sample = samples[spec.sample]
-    if kind == "lm":
-        if spec.text is None and spec.ids is None:
-            raise PlaygroundError("Type a text prompt to analyse.")
-        return inp.prepare_lm(model, bundle.tokenizer, spec.text or "", spec.position, spec.target, bundle.family, device,
-                              ids=spec.ids)
-    if kind == "classifier":
-        image = sample.image if sample is not None else spec.image
-        if image is None:
-            raise PlaygroundError("Upload an image or pick a sample from the checkpoint's data.")
-        return inp.prepare_classifier(model, image, spec.target, bundle.class_names,
-                                      mask=None if sample is None else sample.mask,
-                                      true_label=None if sample is None else sample.true_label,
-                                      family=bundle.family, device=device)
-    source = sample.source if sample is not None else spec.text
-    if not source:
-        raise PlaygroundError("Type a source sentence (or pick a validation pair).")
-    gold = None
-    prepared = inp.prepare_seq2seq(model, bundle.tokenizer, source, spec.position, family=bundle.family, device=device,
-                                   output_ids=None if sample is not None else spec.output_ids)
-    if sample is not None and sample.reference is not None:
-        ref = bundle.tokenizer.encode(sample.reference, add_special_tokens=False).ids
-        out_ids = prepared.query.targets.tolist()[:-1]
-        if out_ids == ref:
-            gold = sample.alignment
-        else:
-            prepared.info["alignment_note"] = "the model's output differs from the reference, so the gold alignment does not apply"
-        prepared.info["reference"] = sample.reference
-    prepared.gold_alignment = gold
-    return prepared
+    return get_family(bundle.family).explainer.prepare(bundle, spec, sample, device)
 
 
 @gpu(duration=ANALYSIS_S)  # a ZeroGPU Space attaches its GPU for the analysis

@@ -7,7 +7,7 @@
 - :func:`iter_adversarial`: k adversarial attention rows per example that keep the output
   within ε (TVD) while maximising JSD from the original row.
 
-Every ``iter_*`` is a generator of :class:`~playground.analysis.experiments_core.Progress`
+Every ``iter_*`` is a generator of :class:`~playground.analysis.experiments.core.Progress`
 events that returns its result; the plain functions (``agreement``, ``permutation``,
 ``adversarial``) run it to the end with an optional callback.
 """
@@ -23,8 +23,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from playground.analysis.experiments_core import (
-    LN2,
+from playground.analysis.divergences import LN2, jsd, tvd
+from playground.analysis.experiments.core import (
     ExperimentGen,
     ExperimentResult,
     Probe,
@@ -33,11 +33,9 @@ from playground.analysis.experiments_core import (
     Stopped,
     drive,
     is_stopped,
-    jsd,
     loop_examples,
     make_generator,
     row_stats,
-    tvd,
 )
 from playground.analysis.query import Query
 from playground.errors import PlaygroundError
@@ -93,12 +91,12 @@ def compute_importances(query: Query, methods: Sequence[str], layer: int | None 
                         head: int | None = None, ig_steps: int = 50) -> dict[str, np.ndarray]:
     """Importance over the input units [U] of a one-example query for each named method.
 
-    Dispatches to playground.analysis.attention_methods / attributions (the per-input analyzer).
+    Dispatches to playground.analysis.explain.attention / attributions (the per-input analyzer).
     Attention views: attention (``layer``/``head``, default last layer head mean),
     attention_mean, rollout, norm, relevancy, flow; references: saliency, ixg, ig, loo.
     """
-    from playground.analysis import attention_methods as am
-    from playground.analysis import attributions as at
+    from playground.analysis.explain import attention as am
+    from playground.analysis.explain import attributions as at
 
     out: dict[str, np.ndarray] = {}
     rec = None
@@ -132,22 +130,9 @@ def compute_importances(query: Query, methods: Sequence[str], layer: int | None 
     return out
 
 
-def family_key(query: Query) -> str:
-    """The per-input analyzer's family key of a query: lm, classifier, rnn_seq2seq, transformer_seq2seq."""
-    if query.kind != "seq2seq":
-        return query.kind
-    from playground.models.attention import attention_modules
-
-    return "rnn_seq2seq" if "decoder.attention" in attention_modules(query.model) else "transformer_seq2seq"
-
-
 def methods_for(query: Query, methods: Sequence[str]) -> tuple[list[str], list[str]]:
-    """(usable, skipped) methods for this query's model (per_input.UNSUPPORTED, mean-pool ViT)."""
-    from playground.analysis.per_input import UNSUPPORTED
-
-    skip = set(UNSUPPORTED.get(family_key(query), set()))
-    if query.kind == "classifier" and not query.cls_token:
-        skip |= {"flow", "norm", "attention_grad", "attention_grad_only"}
+    """(usable, skipped) methods for this query's model (what its family's explainer skips)."""
+    skip = query.explainer.skipped_methods(query)
     usable = [m for m in methods if m not in skip]
     return usable, [m for m in methods if m in skip]
 
@@ -155,10 +140,7 @@ def methods_for(query: Query, methods: Sequence[str]) -> tuple[list[str], list[s
 def real_unit_mask(query: Query) -> np.ndarray:
     """Units of a one-example query that take part in rankings: real (not special / padding) and
     able to influence the output (lm: not after the query position). [U] bool."""
-    mask = query.units_mask[0].to(torch.bool).clone()  # type: ignore[index]
-    if query.kind == "lm":
-        mask[int(query.positions[0]) + 1 :] = False  # type: ignore[index]
-    return mask.cpu().numpy()
+    return query.explainer.reachable_units(query).cpu().numpy()
 
 
 @dataclass
@@ -203,7 +185,7 @@ def iter_agreement(
     """
     if not views or not references:
         raise PlaygroundError("Pick at least one attention view and one reference method (gradient or leave-one-out).")
-    from playground.analysis.agreement import kendall_tau
+    from playground.analysis.explain.agreement import kendall_tau
 
     queries = list(queries)
     skipped: list[str] = []
@@ -268,7 +250,7 @@ class PermutationResult(ExperimentResult):
 
 
 def _spearman(a: Sequence[float], b: Sequence[float]) -> float:
-    from playground.analysis.agreement import spearman_rho
+    from playground.analysis.explain.agreement import spearman_rho
 
     if len(a) < 3:
         return math.nan
@@ -501,7 +483,7 @@ def iter_adversarial(
         raise PlaygroundError("The adversarial search needs k >= 1 adversaries and at least one step.")
     queries = list(queries)
     if epsilon is None:
-        epsilon = default_epsilon(queries[0].kind) if queries else 0.05
+        epsilon = queries[0].explainer.adversarial_epsilon if queries else 0.05
     gen = make_generator(seed)
     result = AdversarialResult(settings={"module": module, "heads": None if heads is None else list(heads), "k": k,
                                          "epsilon": epsilon, "steps": steps, "lr": lr, "penalty": penalty,
@@ -537,14 +519,9 @@ def adversarial(queries: Sequence[Query], progress: ProgressFn | None = None, **
     return drive(iter_adversarial(queries, **kwargs), progress)
 
 
-def default_epsilon(kind: str) -> float:
-    """ε for the adversarial search: 0.01 for classifiers, 0.05 for next-token / seq2seq outputs."""
-    return 0.01 if kind == "classifier" else 0.05
-
-
 __all__ = [
     "JW_TABLE2", "jw_reference_frame", "AgreementRow", "AgreementResult", "iter_agreement", "agreement",
     "compute_importances", "real_unit_mask", "PermutationRow", "PermutationResult", "permutation_rows",
     "permutation_one", "iter_permutation", "permutation", "Adversaries", "adversarial_one", "AdversarialRow",
-    "AdversarialResult", "iter_adversarial", "adversarial", "default_epsilon", "max_possible_jsd", "head_jsd",
+    "AdversarialResult", "iter_adversarial", "adversarial", "max_possible_jsd", "head_jsd",
 ]

@@ -1,8 +1,9 @@
 """Held-out examples for the dataset-level experiments.
 
 From a checkpoint bundle written by the trainer, the validation split is rebuilt with the
-trainer's own family adapter (same data config, seed, split and tokenizer), and N examples
-are drawn with a seeded generator. Each becomes a one-example :class:`Query`:
+trainer's own family adapter (same data config, seed, split and tokenizer), and the family's
+examples (``get_family(name).examples.held_out``) draw N of them with a seeded generator.
+Each becomes a one-example :class:`Query`:
 
 - GPT: a validation window of ``block_size`` tokens; the explained output is the next token
   after its last position (the model's prediction); gold = the true next token.
@@ -24,9 +25,10 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from playground.analysis.experiments_core import make_generator
+from playground.analysis.experiments.core import make_generator
 from playground.analysis.query import Query
 from playground.errors import DataError, PlaygroundError
+from playground.families import family_of, get_family
 
 
 @dataclass
@@ -53,12 +55,6 @@ def _specials_and_baseline(tokenizer: Any, prefer: str) -> tuple[set[int], int]:
     return special_id_set(tokenizer), baseline_id(tokenizer, prefer)
 
 
-def _label(tokenizer: Any, idx: int) -> str:
-    from playground.analysis.inputs import token_label
-
-    return token_label(tokenizer, idx)
-
-
 def lm_queries(model: nn.Module, windows: Tensor, tokenizer: Any = None, gold: Sequence[int] | None = None,
                specials: set[int] | None = None, baseline: int | None = None) -> list[Query]:
     """One next-token query per row of ``windows`` [N,T], explaining the last position's prediction."""
@@ -73,12 +69,14 @@ def lm_queries(model: nn.Module, windows: Tensor, tokenizer: Any = None, gold: S
     N, T = windows.shape
     with torch.no_grad():
         preds = model(windows)[:, -1].argmax(-1)  # [N]
+    family = family_of(model)
     out = []
     for i in range(N):
         ids = windows[i : i + 1]
         special = torch.tensor([[int(t) in specials for t in ids[0].tolist()]], device=device)
         base = torch.where(special, ids, torch.full_like(ids, baseline))
-        out.append(Query(model, "lm", ids, preds[i : i + 1], model.tok_emb, positions=torch.tensor([T - 1], device=device),
+        out.append(Query(model, family.explainer, ids, preds[i : i + 1], family.input_embedding(model),
+                         positions=torch.tensor([T - 1], device=device),
                          baselines=base, units_mask=~special, pad_id=baseline))
     return out
 
@@ -90,7 +88,8 @@ def classifier_queries(model: nn.Module, images: Tensor) -> list[Query]:
     with torch.no_grad():
         preds = model(images).argmax(-1)
     cls = getattr(model.config, "pool", "cls") == "cls"
-    return [Query(model, "classifier", images[i : i + 1], preds[i : i + 1], model.patch_emb,
+    family = family_of(model)
+    return [Query(model, family.explainer, images[i : i + 1], preds[i : i + 1], family.input_embedding(model),
                   baselines=torch.zeros_like(images[i : i + 1]), grid=tuple(model.grid), cls_token=cls)
             for i in range(images.shape[0])]
 
@@ -100,7 +99,7 @@ def seq2seq_queries(model: nn.Module, sources: Sequence[Sequence[int]], gen: tor
                     max_output: int | None = None) -> tuple[list[Query], list[int | None], list[int]]:
     """One query per source (token ids without specials): the model's greedy output teacher-forced,
     one output step drawn with ``gen``. Returns (queries, gold tokens, chosen steps)."""
-    from playground.training.adapters import greedy_decode
+    from playground.generation.seq2seq import greedy_decode
 
     cfg = model.config
     device = next(model.parameters()).device
@@ -108,6 +107,7 @@ def seq2seq_queries(model: nn.Module, sources: Sequence[Sequence[int]], gen: tor
     specials |= {cfg.pad_id, cfg.bos_id, cfg.eos_id}
     if tokenizer is None:
         baseline = cfg.eos_id if baseline == cfg.pad_id else baseline  # pad would be masked away
+    family = family_of(model)
     queries, gold, steps = [], [], []
     for i, src_ids in enumerate(sources):
         if not src_ids:
@@ -120,7 +120,8 @@ def seq2seq_queries(model: nn.Module, sources: Sequence[Sequence[int]], gen: tor
         tgt_in = torch.tensor([[cfg.bos_id] + y], device=device)
         special = torch.tensor([[t in specials for t in src_ids]], device=device)
         base = torch.where(special, src, torch.full_like(src, baseline))
-        queries.append(Query(model, "seq2seq", src, torch.tensor([targets[step]], device=device), model.src_emb,
+        queries.append(Query(model, family.explainer, src, torch.tensor([targets[step]], device=device),
+                             family.input_embedding(model),
                              positions=torch.tensor([step], device=device), decoder_inputs=tgt_in[:, : max(step + 1, 1)],
                              baselines=base, units_mask=~special, pad_id=cfg.pad_id))
         ref = None
@@ -138,15 +139,15 @@ def seq2seq_queries(model: nn.Module, sources: Sequence[Sequence[int]], gen: tor
 
 def prepare_data(bundle: Any, workspace: Any = None) -> tuple[Any, Any, Any]:
     """The trainer's (adapter, prepared data, run spec) for a bundle, with the bundle's own tokenizer."""
-    from playground.training.adapters import get_adapter
-    from playground.training.config import preset_from_sections, resolve_run
+    from playground.training.config import preset_from_sections
+    from playground.training.spec import resolve_run
 
     sections = bundle.config.get("sections")
     if not sections:
         raise PlaygroundError(f"Checkpoint {bundle.name!r} was not written by the trainer (no preset sections), "
                               "so its validation data cannot be rebuilt; train it from a preset.")
     spec = resolve_run(preset_from_sections(sections, bundle.config.get("preset") or bundle.name))
-    adapter = get_adapter(spec.family)
+    adapter = get_family(spec.family).adapter
     try:
         prep = adapter.prepare(spec.data, spec.preset.model, workspace, tokenizer=bundle.tokenizer)
     except (OSError, DataError) as exc:
@@ -159,47 +160,6 @@ def load_held_out(bundle: Any, n: int, seed: int = 0, workspace: Any = None) -> 
     """``n`` held-out examples of a trainer-written bundle (validation split), drawn with ``seed``."""
     if n < 1:
         raise PlaygroundError("Use at least one example.")
-    _, prep, spec = prepare_data(bundle, workspace)
-    model, family = bundle.model, bundle.family
-    gen = make_generator(seed)
-    tok = bundle.tokenizer or prep.tokenizer
-    if family == "gpt":
-        val: Tensor = prep.payload.val
-        T = model.config.block_size
-        high = len(val) - T
-        if high < 1:
-            raise DataError(f"The validation text has {len(val)} tokens, too few for windows of {T}.")
-        starts = torch.randint(high, (n,), generator=gen)
-        windows = torch.stack([val[s : s + T] for s in starts.tolist()])  # [N,T]
-        gold = [int(val[s + T]) for s in starts.tolist()]
-        queries = lm_queries(model, windows, tok)
-        units = [[_label(tok, int(t)) for t in w.tolist()] for w in windows]
-        labels = [f"val @{s}: …{''.join(u[-12:])!r} → ?" for s, u in zip(starts.tolist(), units)]
-        return HeldOut(family, "lm", queries, labels, units, gold, [None] * n,
-                       description=f"{n} windows of {T} tokens from the validation text")
-    if family == "vit":
-        val = prep.payload.val
-        if val.n == 0:
-            raise DataError("The validation split has no images.")
-        idx = torch.randperm(val.n, generator=gen)[: min(n, val.n)].tolist()
-        images = val.images[idx]
-        queries = classifier_queries(model, images)
-        names = prep.class_names or bundle.class_names or []
-        gold = [int(val.labels[i]) for i in idx]
-        masks = [None if val.masks is None else val.masks[i] for i in idx]
-        rows, cols = model.grid
-        units = [[f"r{r}c{c}" for r in range(rows) for c in range(cols)] for _ in idx]
-        labels = [f"val #{i}: {names[g] if g < len(names) else g}" for i, g in zip(idx, gold)]
-        return HeldOut(family, "classifier", queries, labels, units, gold, masks, list(names),
-                       description=f"{len(idx)} validation images")
-    data = prep.payload
-    n_val = len(data.val_src)
-    if n_val == 0:
-        raise DataError("The validation split has no pairs.")
-    idx = torch.randperm(n_val, generator=gen)[: min(n, n_val)].tolist()
-    queries, gold, steps = seq2seq_queries(model, [data.val_src[i] for i in idx], gen, tok,
-                                           [data.val_tgt[i] for i in idx])
-    units = [[_label(tok, int(t)) for t in q.inputs[0].tolist()] for q in queries]
-    labels = [f"val #{i}: {data.val_text[i][0]!r}, output step {s}" for i, s in zip(idx, steps)]
-    return HeldOut(family, "seq2seq", queries, labels, units, gold, [None] * len(queries),
-                   description=f"{len(queries)} validation pairs, one output step each")
+    _, prep, _ = prepare_data(bundle, workspace)
+    return get_family(bundle.family).examples.held_out(bundle, prep, bundle.tokenizer or prep.tokenizer, n,
+                                                      make_generator(seed))

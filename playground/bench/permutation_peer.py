@@ -1,8 +1,9 @@
-"""Interventions on one input's attention (Jain & Wallace 2019): permute the explaining row.
+"""The peer of `bench experiments`: Jain & Wallace's permutation test done the plain way.
 
-The hidden states stay those of the model (only the explaining row of the chosen layer is
-replaced), ŷ is recomputed, and the statistic is the TVD between the permuted and the
-original output distribution. Building block for the dataset-level experiments.
+Per example, every permutation runs the full forward with the explaining row of the chosen
+layer replaced (``override_attention``): nothing of the prefix is reused. The app's own
+permutation test is :func:`playground.analysis.experiments.jain_wallace.permutation`, which
+runs the prefix once; the bench times both on the same model and compares their statistics.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from playground.analysis import attention_methods as am
+from playground.analysis.explain import attention as am
 from playground.analysis.query import Query
 from playground.models.attention import override_attention, permute_override
 
@@ -28,24 +29,13 @@ class PermutationResult:
         return {"tvd": self.tvd.tolist(), "median": self.median.tolist(), "max_attention": self.max_attention.tolist()}
 
 
-def _real_keys(query: Query, b: int, n_keys: int) -> Tensor:
-    """Key indices of example b that the permutation shuffles among themselves (real, visible units)."""
-    mask = query.units_mask[b].clone()  # type: ignore[index]
-    if query.kind == "lm":
-        mask[int(query.positions[b]) + 1:] = False  # type: ignore[index]
-        return mask.nonzero().flatten()
-    if query.kind == "classifier":
-        return (mask.nonzero().flatten() + (1 if query.cls_token else 0))  # CLS key stays put
-    return mask[:n_keys].nonzero().flatten()
-
-
 def permutation_test(query: Query, n: int = 100, layers: list[int] | None = None, heads: list[int] | None = None,
                      seed: int = 0) -> PermutationResult:
     """Permute the explaining row over the real units ``n`` times (all permutations of one example in one forward).
 
     ``layers``: indices into the explaining maps (default: the last); ``heads``: None = all heads.
     """
-    names = am.explaining_maps(query.model, query.kind)
+    names = am.explaining_maps(query)
     chosen = [names[i] for i in (layers if layers is not None else [-1])]
     rec = am.record(query)
     gen = torch.Generator().manual_seed(seed)
@@ -55,13 +45,13 @@ def permutation_test(query: Query, n: int = 100, layers: list[int] | None = None
         sub = query.select([b] * n)
         a = rec.maps[chosen[-1]][b]  # [H,Q,K]
         K = a.shape[-1]
-        keys = _real_keys(query, b, K)
+        keys = query.explainer.permutable_keys(query, b, K)  # the real, visible units' keys
         perm = torch.arange(K).repeat(n, 1)  # [n,K]
         for i in range(n):
             perm[i, keys] = keys[torch.randperm(keys.numel(), generator=gen)]
         perm = perm.to(query.device)[:, None, None, :]  # [n,1,1,K]
-        row = None if query.kind == "classifier" and not query.cls_token else \
-            [0 if query.kind == "classifier" else int(query.positions[b])]  # type: ignore[index]
+        q_row = query.explainer.query_row(query, b)  # None: no single row (mean pooling), permute every row
+        row = None if q_row is None else [q_row]
         with override_attention(query.model, {name: permute_override(perm, rows=row, heads=heads) for name in chosen}):
             p = sub.probs()  # [n,V]
         tvds.append(0.5 * (p - ref[b]).abs().sum(-1))

@@ -42,8 +42,7 @@ def batch_rows(query: Query, length: int | None = None) -> int:
     """How many input rows one forward chunk takes (IG steps, leave-one-out variants)."""
     cfg = getattr(query.model, "config", None)
     d = getattr(cfg, "d_model", None) or getattr(cfg, "hidden", None) or 256
-    layers = (getattr(cfg, "n_layer", None) or getattr(cfg, "n_layers", None) or 4) + \
-        (getattr(cfg, "n_dec_layer", 0) or 0)
+    layers = query.explainer.layer_count(cfg)
     T = length or (query.n_units + (0 if query.decoder_inputs is None else query.decoder_inputs.shape[1]))
     return max(1, int(ACTIVATION_BUDGET // (T * d * layers * 12)))
 
@@ -57,8 +56,7 @@ def units_from_layer(attr: Tensor, query: Query, reduce: str = "sum") -> Tensor:
         attr = attr.flatten(2).transpose(1, 2)  # [B,h*w,D]
     if attr.dim() != 3:
         raise ValueError(f"cannot map a layer attribution of shape {tuple(attr.shape)} to input units")
-    if attr.shape[1] == query.n_units + 1 and query.kind == "classifier":
-        attr = attr[:, 1:]  # a CLS slot inside the patch embedding output
+    attr = query.explainer.layer_units(query, attr)  # [B,U,D]
     out = attr.norm(dim=-1) if reduce == "norm" else attr.sum(dim=-1)
     return out.detach()  # [B,U]
 
@@ -203,41 +201,25 @@ class LOOResult(Attribution):
 LOO_MODES = ("replace", "delete")
 
 
-def _variants(query: Query, mode: str) -> tuple[Tensor, Tensor | None]:
-    """All single-unit perturbations, unit-major: rows t·B + b. Returns (inputs [U·B,...], positions or None)."""
-    B, U = query.batch_size, query.n_units
-    x = query.inputs
-    if query.kind == "classifier":
-        rows, cols = query.grid  # type: ignore[misc]
-        ph, pw = x.shape[-2] // rows, x.shape[-1] // cols
-        out = x.unsqueeze(0).repeat(U, 1, 1, 1, 1)  # [U,B,C,H,W]
-        for t in range(U):
-            r, c = divmod(t, cols)
-            sl = (t, slice(None), slice(None), slice(r * ph, (r + 1) * ph), slice(c * pw, (c + 1) * pw))
-            out[sl] = query.baselines[:, :, r * ph:(r + 1) * ph, c * pw:(c + 1) * pw]  # type: ignore[index]
-        return out.flatten(0, 1), None
+def replaced_tokens(query: Query) -> Tensor:
+    """Every token replaced by its baseline in turn, unit-major: [U·B,T] (row t·B + b)."""
+    x, U = query.inputs, query.n_units
+    eye = torch.eye(U, x.shape[1], dtype=torch.bool, device=x.device)[:, None, :]  # [U,1,T]
+    return torch.where(eye, query.baselines.unsqueeze(0), x.unsqueeze(0)).flatten(0, 1)  # type: ignore[union-attr]
+
+
+def deleted_tokens(query: Query) -> Tensor:
+    """Every token deleted in turn (the rest shifted left, ``pad_id`` at the end): [U,B,T].
+
+    The padding is invisible to a causal query and masked as padding in a seq2seq source.
+    """
+    x, U = query.inputs, query.n_units
     T = x.shape[1]
     t_idx = torch.arange(U, device=x.device)
-    if mode == "replace":
-        eye = torch.eye(U, T, dtype=torch.bool, device=x.device)[:, None, :]  # [U,1,T]
-        out = torch.where(eye, query.baselines.unsqueeze(0), x.unsqueeze(0))  # type: ignore[union-attr]
-        return out.flatten(0, 1), None
-    # delete: drop token t, shift the rest left, pad at the end (invisible to a causal query,
-    # masked as padding in a seq2seq source)
     keep = torch.arange(T, device=x.device)[None, :] + (torch.arange(T, device=x.device)[None, :] >= t_idx[:, None]).long()
     valid = keep < T  # [U,T]
     gathered = x[:, keep.clamp(max=T - 1)]  # [B,U,T]
-    out = torch.where(valid[None], gathered, torch.full_like(gathered, query.pad_id)).transpose(0, 1)  # [U,B,T]
-    if query.kind == "lm":
-        pos = query.positions[None, :].expand(U, B)  # type: ignore[index]
-        new_pos = pos - (t_idx[:, None] <= pos).long()  # deleting the query itself: the token before it
-        if (new_pos < 0).any():  # deleting the only visible token: fall back to replacement there
-            repl, _ = _variants(query, "replace")
-            bad = (new_pos < 0)
-            out = torch.where(bad[..., None], repl.view(U, B, T), out)
-            new_pos = new_pos.clamp_min(0)
-        return out.flatten(0, 1), new_pos.flatten()
-    return out.flatten(0, 1), None
+    return torch.where(valid[None], gathered, torch.full_like(gathered, query.pad_id)).transpose(0, 1)  # [U,B,T]
 
 
 def leave_one_out(query: Query, mode: str = "replace", batch_size: int | None = None) -> LOOResult:
@@ -248,12 +230,9 @@ def leave_one_out(query: Query, mode: str = "replace", batch_size: int | None = 
     """
     if mode not in LOO_MODES:
         raise ValueError(f"leave-one-out mode {mode!r}; one of {LOO_MODES}")
-    if query.kind == "classifier":
-        mode = "replace"
+    mode = query.explainer.loo_mode(mode)
     B, U = query.batch_size, query.n_units
-    variants, positions = _variants(query, mode)
-    if positions is None and query.kind != "classifier":
-        positions = query.positions.repeat(U)  # type: ignore[union-attr]
+    variants, positions = query.explainer.loo_variants(query, mode)  # [U·B,...], [U·B] or None
     dec = None if query.decoder_inputs is None else query.decoder_inputs.repeat(U, 1)
     rows = batch_size or batch_rows(query)
     ref = query.probs()  # [B,V]
@@ -261,26 +240,13 @@ def leave_one_out(query: Query, mode: str = "replace", batch_size: int | None = 
     with torch.no_grad():
         for start in range(0, U * B, rows):
             sl = slice(start, start + rows)
-            logits = _rows(query, variants[sl], None if positions is None else positions[sl],
-                           None if dec is None else dec[sl])
+            pos = None if positions is None else positions[sl]
+            last = query.last_only and pos is not None and bool((pos == variants.shape[1] - 1).all())
+            logits = query.explainer.output_rows(query, variants[sl], pos, None if dec is None else dec[sl], last)
             p = logits.float().softmax(-1)  # [n,V]
             b = torch.arange(start, start + p.shape[0], device=query.device) % B
             out[sl] = 0.5 * (p - ref[b]).abs().sum(-1)
     return LOOResult("loo" if mode == "replace" else "loo_delete", out.view(U, B).T.contiguous(), False, mode)
-
-
-def _rows(query: Query, inputs: Tensor, positions: Tensor | None, dec: Tensor | None) -> Tensor:
-    """Explained logits [N,V] for explicit per-row inputs/positions/decoder inputs."""
-    from playground.analysis.query import _lm_rows
-
-    if query.kind == "classifier":
-        return query.model(inputs)
-    if query.kind == "lm":
-        T = inputs.shape[1]
-        last = bool((positions == T - 1).all()) and query.last_only
-        return _lm_rows(query.model, inputs, positions, last)  # type: ignore[arg-type]
-    logits = query.model(inputs, dec)  # [N,T,V]
-    return logits[torch.arange(inputs.shape[0], device=inputs.device), positions]
 
 
 # ----------------------------------------------------------------------------------------

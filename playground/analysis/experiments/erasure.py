@@ -11,7 +11,7 @@
 
 The core functions take closures (``predict(keep) -> probs``, ``score(keep) -> f``) over a
 boolean keep-mask [N, m] of the m ranked units, so they can be tested on any model, e.g. a
-linear one; :class:`~playground.analysis.experiments_core.Probe` supplies them for real models.
+linear one; :class:`~playground.analysis.experiments.core.Probe` supplies them for real models.
 
 AOPC here is the mean over the bins of f(x) − f(x with the top-k% removed) (deletion), and
 of f(top-k% only) − f(nothing) (insertion); comprehensiveness is the deletion AOPC and
@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from playground.analysis.experiments_core import (
+from playground.analysis.experiments.core import (
     ExperimentGen,
     ExperimentResult,
     Probe,
@@ -206,7 +206,7 @@ def probe_importances(probe: Probe, methods: Sequence[str], importance_fn: Calla
     ``attention`` is the probe's own row (module/heads being erased), ``attention_grad`` its
     gradient × attention (S&S); the rest come from the per-input analyzer.
     """
-    from playground.analysis.experiments_jw import compute_importances
+    from playground.analysis.experiments.jain_wallace import compute_importances
 
     out: dict[str, np.ndarray] = {}
     rest = [m for m in methods if m not in ("attention", "attention_grad", "attention_grad_only", "random")]
@@ -282,7 +282,7 @@ def iter_erasure(
     queries = list(queries)
     skipped: list[str] = []
     if queries and importance_fn is None:
-        from playground.analysis.experiments_jw import methods_for
+        from playground.analysis.experiments.jain_wallace import methods_for
 
         methods, skipped = methods_for(queries[0], methods)
     gen = make_generator(seed)
@@ -407,7 +407,7 @@ def iter_curves(
     queries = list(queries)
     skipped: list[str] = []
     if queries and importance_fn is None:
-        from playground.analysis.experiments_jw import methods_for
+        from playground.analysis.experiments.jain_wallace import methods_for
 
         methods, skipped = methods_for(queries[0], methods)
     gen = make_generator(seed)
@@ -495,8 +495,8 @@ def iter_pointing(
     settings: dict[str, Any] | None = None,
 ) -> ExperimentGen:
     """Pointing game of each method on every image that has an object mask (vit-shapes)."""
-    from playground.analysis.experiments_jw import compute_importances
-    from playground.analysis.pointing import patch_mask, pointing_game
+    from playground.analysis.experiments.jain_wallace import compute_importances
+    from playground.analysis.explain.pointing import patch_mask, pointing_game
 
     if len(masks) != len(queries):
         raise ValueError("one mask (or None) per query")
@@ -505,7 +505,7 @@ def iter_pointing(
     queries = list(queries)
     skipped: list[str] = []
     if queries and importance_fn is None:
-        from playground.analysis.experiments_jw import methods_for
+        from playground.analysis.experiments.jain_wallace import methods_for
 
         methods, skipped = methods_for(queries[0], methods)
     gen = make_generator(seed)
@@ -517,7 +517,7 @@ def iter_pointing(
         q, mask = item
         if mask is None:
             return []
-        if q.kind != "classifier":
+        if not q.explainer.reads_images:
             raise PlaygroundError("The pointing game is for image classifiers.")
         size = q.inputs.shape[-1] // q.grid[1]  # type: ignore[index]
         pm = patch_mask(mask, size)

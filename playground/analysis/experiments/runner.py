@@ -17,12 +17,13 @@ from typing import Any
 
 from torch import nn
 
-from playground.analysis import experiments_erasure as er
-from playground.analysis import experiments_jw as jw
-from playground.analysis import experiments_wp as wp
-from playground.analysis.experiments_core import ExperimentGen, Progress, StopFlag, is_stopped
-from playground.analysis.experiments_data import HeldOut, load_held_out
+from playground.analysis.experiments import erasure as er
+from playground.analysis.experiments import jain_wallace as jw
+from playground.analysis.experiments import wiegreffe_pinter as wp
+from playground.analysis.experiments.core import ExperimentGen, Progress, StopFlag, is_stopped
+from playground.analysis.experiments.data import HeldOut, load_held_out
 from playground.errors import PlaygroundError
+from playground.families import get_family
 from playground.limits import check_experiment_options
 from playground.settings import DemoCaps
 
@@ -140,11 +141,11 @@ def _on_examples(name: str, held: HeldOut, o: ExperimentOptions, stop: StopFlag,
 
 def _layer_head(held: HeldOut, o: ExperimentOptions) -> tuple[int | None, int | None]:
     """The per-input analyzer's (layer index, head) for the chosen module / a single chosen head."""
-    from playground.analysis.attention_methods import explaining_maps
+    from playground.analysis.explain.attention import explaining_maps
 
     layer = None
     if o.module and held.queries:
-        names = explaining_maps(held.queries[0].model, held.kind)
+        names = explaining_maps(held.queries[0])
         if o.module not in names:
             raise PlaygroundError(f"Attention module {o.module!r} is not one of {names}.")
         layer = names.index(o.module)
@@ -252,18 +253,10 @@ def parse_ints(text: str | Sequence[int] | None) -> tuple[int, ...]:
         raise PlaygroundError(f"Expected comma-separated whole numbers, got {text!r}.") from None
 
 
-def module_choices(model: nn.Module, kind: str) -> list[str]:
-    """Attention modules an experiment can intervene on (last layer first in the UI)."""
-    from playground.analysis.experiments_core import explained_modules
-
-    return list(reversed(explained_modules(model, kind)))
-
-
-def family_kind(family: str) -> str:
-    from playground.models.registry import get_family
-
-    return get_family(family).kind
+def module_choices(model: nn.Module, family: str) -> list[str]:
+    """Attention modules an experiment can intervene on in a model of ``family`` (last layer first in the UI)."""
+    return list(reversed(get_family(family).explainer.explaining_maps(model)))
 
 
 __all__ = ["EXPERIMENTS", "ExperimentOptions", "iter_experiment", "iter_retrain_uniform", "parse_heads", "parse_ints",
-           "module_choices", "family_kind", "seed_name", "uniform_name", "private_copy"]
+           "module_choices", "seed_name", "uniform_name", "private_copy"]

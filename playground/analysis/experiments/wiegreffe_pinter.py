@@ -24,7 +24,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from playground.analysis.experiments_core import (
+from playground.analysis.divergences import jsd
+from playground.analysis.experiments.core import (
     ExperimentGen,
     ExperimentResult,
     Probe,
@@ -33,7 +34,6 @@ from playground.analysis.experiments_core import (
     StopFlag,
     drive,
     is_stopped,
-    jsd,
     loop_examples,
     make_generator,
     row_stats,
@@ -126,7 +126,7 @@ def evaluator_for(bundle: Any, workspace: Any = None, device: str = "cpu",
                   eval_examples: int | None = None) -> Callable[[nn.Module], dict[str, float]]:
     """``evaluate(model)`` = the trainer's validation metrics for the bundle's data (val_loss,
     accuracy / token_accuracy / exact_match), run in eval mode without gradients."""
-    from playground.analysis.experiments_data import prepare_data
+    from playground.analysis.experiments.data import prepare_data
     from playground.training.device import device_caps
 
     adapter, prep, spec = prepare_data(bundle, workspace)
@@ -164,17 +164,15 @@ def uniform_model_override(family: str) -> dict[str, Any]:
 
     Raises ConfigError when the family's config has no such switch (ask for one: the models
     must support it so the trainer can build and save such a model)."""
-    from playground.models.registry import get_family
+    from playground.families import get_family
 
-    names = {f.name for f in dataclasses.fields(get_family(family).config_cls)}
+    spec = get_family(family)
+    names = {f.name for f in dataclasses.fields(spec.config_cls)}
     for key, value in UNIFORM_FLAGS:
         if key in names:
             return {f"model.{key}": value}
-    if family == "rnn_seq2seq":
-        from playground.models.rnn_seq2seq import RNN_ATTENTIONS
-
-        if "uniform" in RNN_ATTENTIONS:  # the RNN's attention kind as a choice
-            return {"model.attention": "uniform"}
+    if spec.explainer.uniform_override is not None:  # the family's own switch (the RNN's attention kind)
+        return dict(spec.explainer.uniform_override)
     raise ConfigError(
         f"The {family} models have no switch for frozen uniform attention yet, so a uniform copy cannot be "
         "retrained; compare with the test-time uniform numbers instead."
@@ -238,7 +236,7 @@ class SeedResult(ExperimentResult):
 
 def with_model(query: Query, model: nn.Module) -> Query:
     """The same inputs as ``query`` explained on another model of the same family."""
-    from playground.models.registry import FAMILIES
+    from playground.families import FAMILIES
 
     layer = query.layer
     for spec in FAMILIES.values():
@@ -346,14 +344,14 @@ def iter_diagnostic(
     model's explained row, head mean), uniform over the real units, permuted (the learned
     weights shuffled over the real units), adversarial (J&W adversary within ε, fewer steps).
     """
-    from playground.analysis.experiments_jw import adversarial_one, default_epsilon
+    from playground.analysis.experiments.jain_wallace import adversarial_one
 
     queries = list(queries)
     if len(labels) != len(queries):
         raise ValueError("one label per query")
     n_train = n_train if n_train is not None else (2 * len(queries)) // 3
     gen = make_generator(seed)
-    eps = epsilon if epsilon is not None else (default_epsilon(queries[0].kind) if queries else 0.05)
+    eps = epsilon if epsilon is not None else (queries[0].explainer.adversarial_epsilon if queries else 0.05)
     result = DiagnosticResult(settings={"variants": list(variants), "module": module, "n_train": n_train,
                                         "seed": seed, "adversarial_steps": adversarial_steps, "epsilon": eps,
                                         **(settings or {})},

@@ -45,9 +45,9 @@ def calibrate(name: str, bundle: Any, options: Any, workspace: Any = None) -> Ca
 
     The model of `bundle` should be a private copy: the interventions hook into it.
     """
-    from playground.analysis.experiments_core import drive
-    from playground.analysis.experiments_data import load_held_out
-    from playground.analysis.experiments_run import iter_experiment
+    from playground.analysis.experiments.core import drive
+    from playground.analysis.experiments.data import load_held_out
+    from playground.analysis.experiments.runner import iter_experiment
 
     if name not in TIMED:
         return None

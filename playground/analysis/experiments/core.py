@@ -10,7 +10,7 @@
 - Determinism: randomness comes from a ``torch.Generator`` made per run (:func:`make_generator`),
   never from the global RNG.
 - Divergences: batched, differentiable TVD and JSD in torch (the adversarial search needs
-  gradients; ``playground.analysis.agreement`` has the numpy scalar versions they are tested
+  gradients; ``playground.analysis.explain.agreement`` has the numpy scalar versions they are tested
   against).
 - :class:`Probe`: one example and the attention row that produces its output. It runs the
   model with that row replaced (``override_attention``) for many candidates in one batched
@@ -43,7 +43,6 @@ from playground.models.attention import (
     rows_override,
 )
 
-LN2 = math.log(2.0)
 
 def make_generator(seed: int, device: str | torch.device = "cpu") -> torch.Generator:
     """A fresh torch.Generator for one run (the global RNG is never touched)."""
@@ -222,26 +221,6 @@ class Stopped(Exception):
 
 
 # ----------------------------------------------------------------------------------------
-# Divergences (torch, batched, differentiable)
-
-
-def tvd(p: Tensor, q: Tensor) -> Tensor:
-    """Total variation distance ½Σ|p − q| over the last axis. p, q [..., V] -> [...]."""
-    return 0.5 * (p - q).abs().sum(-1)
-
-
-def jsd(p: Tensor, q: Tensor) -> Tensor:
-    """Jensen–Shannon divergence (natural log) over the last axis, in [0, ln 2]. [..., K] -> [...].
-
-    0·log 0 = 0, so distributions with disjoint supports give exactly ln 2.
-    """
-    m = 0.5 * (p + q)
-    kl_p = torch.special.xlogy(p, p) - torch.special.xlogy(p, m)
-    kl_q = torch.special.xlogy(q, q) - torch.special.xlogy(q, m)
-    return (0.5 * kl_p.sum(-1) + 0.5 * kl_q.sum(-1)).clamp(0.0, LN2)
-
-
-# ----------------------------------------------------------------------------------------
 # The probe: one example, one attention row, fast batched interventions
 
 
@@ -277,21 +256,9 @@ def _state_device(state: Any) -> torch.device:
     return torch.device("cpu")
 
 
-def explained_modules(model: torch.nn.Module, kind: str) -> list[str]:
-    """Attention modules whose rows relate the explained output to the input units.
-
-    lm / classifier: every self-attention block; seq2seq: the decoder's cross-attention
-    (Transformer) or ``decoder.attention`` (RNN).
-    """
-    names = list(attention_modules(model))
-    if kind == "seq2seq":
-        return [n for n in names if n.endswith("cross_attn") or n == "decoder.attention"]
-    return names
-
-
-def default_module(model: torch.nn.Module, kind: str) -> str:
-    """The last layer's explained attention module."""
-    names = explained_modules(model, kind)
+def default_module(query: Query) -> str:
+    """The last layer's explaining attention module."""
+    names = query.explainer.explaining_maps(query.model)
     if not names:
         raise PlaygroundError("This model has no attention that relates its output to its input "
                               "(an RNN seq2seq without attention?); these experiments need one.")
@@ -315,9 +282,9 @@ class Probe:
     def __init__(self, query: Query, module: str | None = None, heads: Sequence[int] | None = None) -> None:
         if query.batch_size != 1:
             raise ValueError(f"a Probe takes one example, got a batch of {query.batch_size}")
-        self.query, self.model, self.kind = query, query.model, query.kind
-        self.module = module or default_module(self.model, self.kind)
-        allowed = explained_modules(self.model, self.kind)
+        self.query, self.model, self.explainer = query, query.model, query.explainer
+        self.module = module or default_module(query)
+        allowed = self.explainer.explaining_maps(self.model)
         if self.module not in allowed:
             raise PlaygroundError(
                 f"Attention module {self.module!r} does not relate this model's output to its input units; "
@@ -326,24 +293,8 @@ class Probe:
         self.device = query.device
         self.target = int(query.targets[0])
         units_mask = query.units_mask[0].to(torch.bool)  # type: ignore[index]  # [U]
-        if self.kind == "lm":
-            self.row: int = int(query.positions[0])  # type: ignore[index]
-            self.ids = query.inputs[:, : self.row + 1]  # [1,p+1] (later tokens cannot matter)
-            self.n_keys = self.row + 1
-            self.key_units = torch.arange(self.n_keys, device=self.device)
-        elif self.kind == "classifier":
-            if not query.cls_token:
-                raise PlaygroundError(
-                    "This ViT pools by averaging (pool='mean'), so no single attention row produces its output; "
-                    "the attention experiments need a ViT with pool='cls'."
-                )
-            self.row = 0
-            self.n_keys = query.n_units + 1
-            self.key_units = torch.arange(-1, query.n_units, device=self.device)
-        else:
-            self.row = int(query.positions[0])  # type: ignore[index]
-            self.n_keys = int(query.inputs.shape[1])
-            self.key_units = torch.arange(self.n_keys, device=self.device)
+        self.row, self.key_units = self.explainer.probe_keys(query)  # explained row, [K] unit of each key
+        self.n_keys = int(self.key_units.shape[0])
         n_heads = self._n_heads()
         self.heads: list[int] = list(range(n_heads)) if heads is None else sorted({int(h) for h in heads})
         if not self.heads or min(self.heads) < 0 or max(self.heads) >= n_heads:
@@ -355,9 +306,7 @@ class Probe:
         w = maps[self.module][0, :, self.row - self._q_offset()]  # [H,K]
         self.weights = w.detach().float()
         # visible keys by structure (a weight that underflows to 0 is still a visible key)
-        visible = torch.ones(self.n_keys, dtype=torch.bool, device=self.device)  # lm: keys 0..row; ViT: all
-        if self.kind == "seq2seq":
-            visible = query.inputs[0] != query.pad_id  # [S] padding is masked
+        visible = self.explainer.visible_keys(query, self.n_keys)  # [K]
         self.visible_keys = visible
         unit_real = torch.zeros(self.n_keys, dtype=torch.bool, device=self.device)
         has_unit = self.key_units >= 0
@@ -377,38 +326,13 @@ class Probe:
 
     def _prepare_prefix(self) -> None:
         """Run everything before the explained row once (batch 1); later calls reuse it."""
-        model = self.model
         with torch.no_grad():
-            if self.kind == "lm" and self.row > 0 and hasattr(model, "new_cache"):
-                cache = model.new_cache()
-                model(self.ids[:, : self.row], cache=cache)
-                self._prefix = cache
-            elif self.kind == "seq2seq" and hasattr(model, "start") and hasattr(model, "step"):
-                state = model.start(self.query.inputs)
-                dec = self.query.decoder_inputs
-                for t in range(self.row):
-                    _, _, state = model.step(state, dec[:, t])  # type: ignore[index]
-                self._prefix = state
+            self._prefix = self.explainer.probe_prefix(self.query, self.row)
 
     def _forward(self, n: int) -> Tensor:
         """Output distributions [n,V] of the example repeated n times (inside any open override)."""
-        model = self.model
-        if self.kind == "lm":
-            if self._prefix is not None:
-                cache = _expand_state(self._prefix, n)
-                logits = model(self.ids[:, self.row :].expand(n, 1), cache=cache)[:, -1]  # [n,V]
-            else:
-                logits = model(self.ids.expand(n, -1))[:, self.row]
-        elif self.kind == "classifier":
-            logits = model(self.query.inputs.expand(n, *self.query.inputs.shape[1:]))  # [n,C]
-        else:
-            dec = self.query.decoder_inputs
-            if self._prefix is not None:
-                state = _expand_state(self._prefix, n)
-                logits, _, _ = model.step(state, dec[:, self.row].expand(n))  # type: ignore[index]
-            else:
-                src = self.query.inputs.expand(n, -1)
-                logits = model(src, dec[:, : self.row + 1].expand(n, -1))[:, self.row]  # type: ignore[index]
+        prefix = None if self._prefix is None else _expand_state(self._prefix, n)
+        logits = self.explainer.probe_logits(self.query, self.row, prefix, n)  # [n,V]
         return logits.float().softmax(-1)
 
     # -- public -----------------------------------------------------------------------
@@ -454,10 +378,7 @@ class Probe:
     @property
     def real_unit_mask(self) -> Tensor:
         """Input units that are real and can reach the output (lm: not after the query), [U] bool."""
-        mask = self.query.units_mask[0].to(torch.bool).clone()  # type: ignore[index]
-        if self.kind == "lm":
-            mask[self.row + 1 :] = False
-        return mask
+        return self.explainer.reachable_units(self.query)
 
     def real_units(self) -> Tensor:
         """Input-unit indices of the real keys, [n_real] (in key order)."""
@@ -477,18 +398,9 @@ class Probe:
 
         keep [N, U] bool over all input units (tokens, source tokens or patches).
         """
-        q = self.query
-        if q.baselines is None:
+        if self.query.baselines is None:
             raise PlaygroundError("This query has no baselines; erasure needs the replacement for removed units.")
-        x, base = q.inputs, q.baselines  # [1, ...]
-        N = keep.shape[0]
-        if self.kind == "classifier":
-            gh, gw = q.grid  # type: ignore[misc]
-            H, W = x.shape[-2:]
-            m = keep.view(N, 1, gh, gw).to(x.dtype)
-            m = m.repeat_interleave(H // gh, dim=2).repeat_interleave(W // gw, dim=3)  # [N,1,H,W]
-            return x * m + base * (1 - m)
-        return torch.where(keep, x.expand(N, -1), base.expand(N, -1))
+        return self.explainer.erase_units(self.query, keep)
 
     def run_units(self, keep: Tensor, chunk: int = 256) -> Tensor:
         """Output distributions [N,V] of the example with units erased (see :meth:`unit_inputs`)."""

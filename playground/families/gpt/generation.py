@@ -1,0 +1,70 @@
+"""What "generate" means for GPT: continue a prompt by sampling, one token at a time."""
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from playground.generation.api import GenerateRequest, prompt_ids
+from playground.generation.batching import batching_enabled, stream_batched
+from playground.generation.events import Done, SampleResult, StepEvent
+from playground.generation.family import Controls, FamilyGenerator, picked_token
+from playground.generation.lm import start_ids, stream_lm
+from playground.generation.text import token_text
+
+
+class LMGenerator(FamilyGenerator):
+    """A language model: a prompt in, sampled continuations out (streamed token by token)."""
+
+    what = "language model (GPT)"
+    controls = Controls(
+        reads_image=False, input_label="Prompt", placeholder="Type a prompt (empty = start from scratch)",
+        hint="Type a prompt; the model continues it.", sampling=True, echo_prompt=True,
+    )
+
+    def stream(self, bundle: Any, request: GenerateRequest) -> Iterator[StepEvent | Done]:
+        """Sample `num_samples` continuations, batched with every other user of the same checkpoint
+        (one forward pass per step for all), or alone when batching is off."""
+        ids = prompt_ids(bundle, request.prompt)
+        stop_ids = ()
+        if bundle.tokenizer is not None:
+            eot = bundle.tokenizer.token_to_id("<|endoftext|>")
+            stop_ids = (eot,) if eot is not None and ids != [eot] else ()
+        decode = stream_batched if batching_enabled() else stream_lm
+        yield from decode(
+            bundle.model, bundle.tokenizer, ids, max_new_tokens=request.max_new_tokens, sampling=request.sampling,
+            seed=request.seed, num_samples=request.num_samples, stop=request.stop, stop_ids=stop_ids,
+            use_cache=request.use_cache, n_alternatives=request.n_alternatives, prompt_text=request.prompt,
+        )
+
+    def streams_live(self, request: GenerateRequest) -> bool:
+        """One sample streams live; several are printed one after another at the end."""
+        return request.num_samples == 1
+
+    def console_result(self, done: Done) -> str:
+        return "".join(f"--- sample {i + 1} ---\n{sample.full_text}\n" for i, sample in enumerate(done.samples))
+
+    def next_token_logits(self, bundle: Any, prompt: str, target_prefix: Sequence[int] | None = None) -> Tensor:
+        """Logits [V] after the last `block_size` tokens of the prompt (the start token when empty)."""
+        ids = prompt_ids(bundle, prompt) or start_ids(bundle.tokenizer)
+        block = int(bundle.model_config.block_size)
+        x = torch.tensor([ids[-block:]], device=next(bundle.model.parameters()).device)  # [1,T]
+        return bundle.model(x, last_only=True)[0, -1].float().cpu()
+
+    def why_context(self, sample: SampleResult, index: int) -> tuple[str, list[int] | None]:
+        """The prompt plus the text generated before token `index`."""
+        return sample.prompt + "".join(e.text for e in sample.events[:index]), None
+
+    def explain_target(self, done: Done, sample: int, index: int, tokenizer: Any = None) -> dict[str, Any]:
+        """`input` is prompt + generated text through the target token, `input_ids` its ids (prompt
+        ids + generated ids), `target_position` the target's index in `input_ids` (the model
+        predicted it from `input_ids[:target_position]`)."""
+        result, ev = picked_token(done, sample, index)
+        events = result.events
+        ids = list(result.prompt_ids) + [e.token_id for e in events[: index + 1]]
+        text = result.prompt + "".join(e.text for e in events[: index + 1])
+        return {"input": text, "input_ids": ids, "target_position": len(result.prompt_ids) + index,
+                "target_token": ev.text or (token_text(tokenizer, ev.token_id) if tokenizer is not None else str(ev.token_id)),
+                "target_id": ev.token_id, "context": result.prompt + "".join(e.text for e in events[:index])}
