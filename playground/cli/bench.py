@@ -1,4 +1,4 @@
-"""`python -m playground bench tokenizer|train|quality|generate|analyze|experiments|serve`: figures beside a peer
+"""`python -m playground bench tokenizer|train|quality|gpu|generate|analyze|experiments|serve`: figures beside a peer
 (serve: the real app under many simulated users).
 
 Each target lives in `playground/bench/<target>.py` with `register(subparsers)`.
@@ -9,7 +9,7 @@ import argparse
 
 from playground.cli import register_modules
 
-TARGETS = ("tokenizer", "train", "quality", "generate", "analyze", "experiments", "serve", "serve_generate", "browser")
+TARGETS = ("tokenizer", "train", "quality", "gpu", "generate", "analyze", "experiments", "serve", "serve_generate", "browser")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
