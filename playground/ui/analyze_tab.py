@@ -78,7 +78,8 @@ def checkpoint_changed(workspace: Workspace, checkpoint: str | None, handoff: di
     the previous model's explanation stays. A `handoff` from the Generate tab for this checkpoint
     fills the input and the target."""
     view = checkpoint_view(workspace, checkpoint)
-    cleared = ("", None, None, gr.update(value=None, visible=False), None, None)
+    hidden = gr.update(value=None, visible=False)  # a table without rows shows placeholder headers: hide it
+    cleared = ("", None, hidden, hidden, None, None)
     if view["kind"] is None:
         return (gr.update(value="Choose a checkpoint (train one in the Train tab)."), gr.update(), gr.update(),
                 gr.update(), gr.update(), gr.update(), gr.update(), *cleared)
@@ -221,7 +222,7 @@ def run_analysis(workspace: Workspace, device: str, checkpoint: str | None, text
     heads = None
     if result.heads is not None:
         heads = head_grid_chart(head_frame(result.heads), result.heads.maps.shape[1])
-    return (summary_markdown(result), importance_chart(result), result.agreement.round(4),
+    return (summary_markdown(result), importance_chart(result), gr.update(value=result.agreement.round(4), visible=True),
             gr.update(value=None if grounding is None else grounding.round(4), visible=grounding is not None),
             heads, _export(result))
 
@@ -272,7 +273,7 @@ def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, abou
     summary = gr.Markdown(elem_id="analyze-summary")
     importance = Chart(label="Importance per method", elem_id="analyze-importance")
     agreement = Table(label="Agreement between every pair of methods (special tokens excluded)",
-                             elem_id="analyze-agreement", interactive=False)
+                      visible=False, elem_id="analyze-agreement", interactive=False)
     with gr.Accordion("Published numbers to compare with", open=False):
         gr.Markdown(PUBLISHED)
     grounding = Table(label="Grounding: pointing game (vit-shapes) / alignment accuracy (seq2seq)",

@@ -309,8 +309,12 @@ def use_upload(workspace: Workspace, settings: Settings, toml_text: str, upload:
 
 # -- training ----------------------------------------------------------------------------------
 
+IDLE_TEXT = "ready: pick a preset, check the form and press Start"
+
+
 def progress_html(step: int, max_steps: int, text: str, eta_s: float | None = None, state: str = "running") -> str:
-    """A progress bar with the step count and ETA, and a status line."""
+    """A progress bar with the step count and ETA, and a status line (state "idle": no run yet,
+    the line alone)."""
     pct = 100.0 * step / max(1, max_steps)
     colour = {"running": "#3b82f6", "done": "#16a34a", "stopped": "#f59e0b", "error": "#dc2626"}.get(state, "#3b82f6")
     eta = f" · ETA {_fmt_time(eta_s)}" if eta_s is not None and state == "running" else ""
@@ -318,7 +322,8 @@ def progress_html(step: int, max_steps: int, text: str, eta_s: float | None = No
         f'<div id="train-progress" data-step="{step}" data-state="{state}">'
         f'<div style="background:#e5e7eb;border-radius:6px;height:14px;overflow:hidden">'
         f'<div style="width:{pct:.1f}%;background:{colour};height:100%"></div></div>'
-        f"<div style='margin-top:4px'>step {step}/{max_steps} ({pct:.0f}%){eta} — {html.escape(text)}</div></div>"
+        + (f"<div style='margin-top:4px'>{html.escape(text)}</div></div>" if state == "idle" else
+           f"<div style='margin-top:4px'>step {step}/{max_steps} ({pct:.0f}%){eta} — {html.escape(text)}</div></div>")
     )
 
 
@@ -565,7 +570,7 @@ def _widget(f: FormField, initial: dict[str, Any], hint: str | None = None) -> A
     if f.kind == "float":
         return gr.Number(**common)
     if f.kind == "bool":
-        return gr.Checkbox(**{**common, "min_width": 200})
+        return gr.Checkbox(**common)
     if f.kind == "text":
         return gr.Dropdown(list(f.choices), allow_custom_value=True, **common)
     return gr.Dropdown(list(f.choices), **common)
@@ -600,9 +605,15 @@ def build(ctx: AppContext) -> None:
             tokenizer = gr.Dropdown(label="Tokenizer", choices=[], interactive=True, elem_id="train-tokenizer",
                                     info=TOKENIZER_INFO)
             with gr.Accordion("Key settings", open=True):
-                # One wrapping row: the family's fields flow two or three a line, hidden ones take no room.
-                with gr.Row():
-                    widgets = [_widget(f, initial[3 + i], cap_hint(demo_caps, f.key)) for i, f in enumerate(FORM_FIELDS)]
+                # One wrapping row: the family's fields flow two or three a line, hidden ones take no room;
+                # the checkboxes (labels that are sentences) get a row of their own below it.
+                made: dict[int, Any] = {}
+                for boxes in (False, True):
+                    with gr.Row():
+                        for i, f in enumerate(FORM_FIELDS):
+                            if (f.kind == "bool") == boxes:
+                                made[i] = _widget(f, initial[3 + i], cap_hint(demo_caps, f.key))
+                widgets = [made[i] for i in range(len(FORM_FIELDS))]  # FORM_FIELDS order, as the handlers read them
             uploads = {f.train_ui.upload_suffix: f.train_ui.upload_label for f in FAMILIES.values()}
             upload = gr.File(label=f"Your data ({', '.join(uploads.values())})", file_types=list(uploads),
                              elem_id="train-upload")
@@ -610,7 +621,7 @@ def build(ctx: AppContext) -> None:
                 toml = gr.Code(initial[0], language=None, lines=18, label="preset.toml", interactive=True,
                                elem_id="train-toml")
         with gr.Column(scale=2):
-            status = gr.HTML(progress_html(0, 1, "ready", None, "stopped"), elem_id="train-status")
+            status = gr.HTML(progress_html(0, 1, IDLE_TEXT, None, "idle"), elem_id="train-status")
             with gr.Row():
                 loss_plot = Chart(label="Loss", elem_id="train-loss-plot")
             with gr.Row():
@@ -684,7 +695,7 @@ def build(ctx: AppContext) -> None:
         U(stop_status), [ctx.user, run_state, ctx.workspace_version], [status, ctx.workspace_version],
         api_name="train_stop", queue=False)
     # A new preset starts from a clean slate: no status line of another run.
-    preset.input(lambda: progress_html(0, 1, "ready", None, "stopped"), None, [status], queue=False,
+    preset.input(lambda: progress_html(0, 1, IDLE_TEXT, None, "idle"), None, [status], queue=False,
                  show_progress="hidden", **private)
     compare_btn.click(U(compare_runs), [ctx.user, compare_pick, compare_metric],
                       [overlay_plot, bottleneck_plot, overlay_csv, bottleneck_csv], api_name="train_compare")

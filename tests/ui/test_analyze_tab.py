@@ -58,8 +58,8 @@ def test_checkpoint_view_per_family(workspace) -> None:
     assert image["visible"] and not text["visible"] and sample["visible"] and target["choices"]
     assert target["value"] is None and position["value"] == ""  # nothing of the previous model's target stays
     summary, importance, agreement, grounding, heads, files = results
-    assert summary == "" and importance is None and agreement is None and heads is None and files is None
-    assert grounding == {"__type__": "update", "value": None, "visible": False}
+    assert summary == "" and importance is None and heads is None and files is None
+    assert agreement == grounding == {"__type__": "update", "value": None, "visible": False}  # no empty tables
 
 
 def test_from_selection_prefills_the_generate_target(workspace) -> None:
@@ -121,7 +121,7 @@ def test_run_analysis_draws_and_exports(workspace, family) -> None:
     assert "Target" in summary and "Integrated gradients" in summary
     assert isinstance(chart, alt.TopLevelMixin) and isinstance(heads, alt.TopLevelMixin)
     json.loads(chart.to_json())  # serialisable (inline data, no row limit)
-    assert isinstance(agreement, pd.DataFrame) and len(agreement) == 6
+    assert agreement["visible"] and isinstance(agreement["value"], pd.DataFrame) and len(agreement["value"]) == 6
     assert grounding["visible"] == (family != "gpt" and family != "seq2seq")
     names = {Path(f).name for f in files}
     assert {"importances.csv", "agreement.csv", "analysis.json", "heads.csv"} <= names
@@ -169,6 +169,7 @@ def test_the_app_analyzes_through_gradio_client(app_server) -> None:
         name, "the quick brown", None, None, "5", "", ["attention", "rollout", "saliency", "loo"], "", "", 20, True,
         None, api_name="/analyze")
     assert "after position 5" in summary
+    agreement = agreement.get("value", agreement)  # an update that also shows the table
     rows = agreement["data"] if isinstance(agreement, dict) else agreement
     assert len(rows) == 6
     assert len(files) >= 3
