@@ -2,7 +2,7 @@
 (``get_family(name).explainer``, or ``query.explainer`` for a :class:`~playground.analysis.query.Query`).
 
 Each family holds one :class:`FamilyExplainer` (``playground/families/<family>/explain.py``),
-one class per task (ANALYZER.md, "Per model kind"):
+one class per task:
 
 - a language model explains log p(target) at a query position over the prompt's tokens;
 - an image classifier explains a class logit over the image's patches (its attention maps
@@ -45,7 +45,7 @@ class FamilyExplainer(ABC):
     unavailable: frozenset[str] = frozenset()  # per-input methods this family cannot compute
     through_cross_attention: bool = False  # the output reads the input through cross-attention (not one self-attention stack)
     reads_images: bool = False  # the input units are image patches (pointing game, image box)
-    uniform_override: dict[str, Any] | None = None  # preset override for frozen uniform attention, beyond the generic flags
+    uniform_override: dict[str, Any] | None = None  # preset override that trains it with frozen uniform attention
 
     # -- the scalar F and the explained output -------------------------------------------
     def check(self, query: Query) -> None:
@@ -79,6 +79,11 @@ class FamilyExplainer(ABC):
     @abstractmethod
     def explaining_maps(self, model: nn.Module) -> list[str]:
         """Names of the attention maps whose query rows look at the input units, first layer first."""
+
+    def input_self_maps(self, model: nn.Module) -> list[str]:
+        """Names of the self-attention maps among the input units, first layer first (what a
+        rollout through the input side multiplies); by default the explaining maps themselves."""
+        return self.explaining_maps(model)
 
     def explained_rows(self, query: Query, attn: Tensor) -> Tensor:
         """The row of each example's map that produces its output: [B,H,Q,K] -> [B,H,U]."""

@@ -5,7 +5,7 @@ its own position and target), so the dataset-level experiments can reuse the per
 methods on many examples at once; the per-input analysis is simply B = 1 (or B = number of
 output tokens for the seq2seq target x source matrices).
 
-The scalar F explained for each example is the family's (ANALYZER.md, "Per model kind"):
+The scalar F explained for each example is the family's (playground.analysis.explainer):
 the query carries its family's :class:`~playground.analysis.explainer.FamilyExplainer`, which
 says what F is (log p(target) at a position, a class logit, a teacher-forced log p(y_t)) and
 what the input units are (tokens, patches, source tokens).

@@ -64,7 +64,6 @@ KV_BUDGET_BYTES = 256 * 2**20  # a batcher's row cache (all rows, all layers, ke
 IDLE_EXIT_S = 20.0  # a worker with nothing to do for this long ends (a new request starts another)
 POLL_S = 1.0  # how often a waiting consumer checks that its worker is alive
 FLUSH_S = 0.1  # events reach their reader at most this often (each wake-up costs the worker the GIL)
-UNBATCHABLE_POSITIONS = ("rope", "alibi")  # rotations/biases need one shared offset per forward
 
 
 def batching_enabled() -> bool:
@@ -154,28 +153,6 @@ class RowKVCache:
         """Finish a decode pass: every row is one token longer."""
         self.lengths = [n + 1 for n in self.lengths]
         self._pos = None
-
-
-def decode_rows(model: nn.Module, tokens: Tensor, cache: RowKVCache) -> Tensor:
-    """One token per row, each at its own position: tokens [R,1] -> logits [R,V].
-
-    The GPT's own modules in the order of `GPT.forward`; what differs is per-row: the position
-    embedding of each row's position and a key mask [R,K] (True = a key of this row's own
-    prefix or the new token; none when every row is equally long). Blocks get offset 0, so only additive (or no) position encodings
-    are batched.
-    """
-    pos, K = cache.begin()  # [R], keys after this token
-    x = model.tok_emb(tokens)  # [R,1,D]
-    if model.pos_emb is not None:
-        x = x + model.pos_emb.weight[pos][:, None]  # [R,1,D]
-    x = model.drop(x)
-    key_mask = None  # all rows equally long (one user, or users in step): every key is real
-    if min(cache.lengths) != K - 1:
-        key_mask = torch.arange(K, device=tokens.device)[None, :] <= pos[:, None]  # [R,K]
-    for i, block in enumerate(model.blocks):
-        x = block(x, key_mask=key_mask, cache=cache, layer=i, offset=0)
-    cache.end()
-    return model.lm_head(model.ln_f(x))[:, -1]  # [R,V]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -373,7 +350,7 @@ class GPTBatcher:
         self._active = jobs + [j for j in self._active if j.over]  # over jobs have no rows now
         for job in self._active[len(jobs):]:
             job.row = -1
-        logits = decode_rows(self.model, torch.cat(feeds), cache)  # [R,V]
+        logits = self.model.decode_rows(torch.cat(feeds), cache)  # [R,V]: the model's own row pass
         for job in jobs:
             if not job.window:
                 job.logits = logits[job.row : job.row + job.run.B]
@@ -429,10 +406,9 @@ def generations_running(model: nn.Module) -> int:
 
 
 def batchable(model: nn.Module) -> bool:
-    """A GPT whose positions can be looked up per row (learned, sinusoidal or none)."""
-    cfg = getattr(model, "config", None)
-    return (hasattr(model, "new_cache") and hasattr(model, "tok_emb") and cfg is not None
-            and getattr(cfg, "pos_encoding", None) not in UNBATCHABLE_POSITIONS)
+    """A model that can decode rows at their own positions in one pass (``GPT.rows_batchable``:
+    positions looked up per row, i.e. learned, sinusoidal or none)."""
+    return bool(getattr(model, "rows_batchable", False))
 
 
 def stream_batched(model: nn.Module, tokenizer: Any, prompt_ids: Sequence[int], *,

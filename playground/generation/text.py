@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from playground.errors import DataError
+from playground.tokenization.simple import unknown_chars
 
 UNK_TOKENS = ("<unk>", "[UNK]", "<|unk|>", "<UNK>")
 REPLACEMENT = "\ufffd"
@@ -36,11 +37,6 @@ def unknown_units(tokenizer: Any, text: str) -> list[str]:
     """Distinct characters (char-level vocabularies) or pieces of `text` the tokenizer maps to
     its unknown token or cannot encode at all, in first-seen order."""
     if _is_char_level(tokenizer):
-        try:
-            from playground.tokenization.simple import unknown_chars
-        except ImportError:  # pragma: no cover - the helper is optional
-            vocab = tokenizer.get_vocab()
-            return [c for c in dict.fromkeys(text) if c not in vocab]
         return unknown_chars(tokenizer, text)
     unk = _unk_id(tokenizer)
     try:

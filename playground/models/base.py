@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import torch
 from torch import nn
@@ -85,6 +85,10 @@ class ModelBase(nn.Module):
     :meth:`init_family_weights`; :func:`playground.models.init.init_weights` redoes both from a
     run's own ``torch.Generator``.
     """
+
+    # the Linear layers that map to the output space (logits, classes), by module name: Muon leaves
+    # them to AdamW (playground.training.optim.muon_param_groups)
+    output_layers: ClassVar[tuple[str, ...]] = ()
 
     def num_parameters(self, trainable_only: bool = False) -> int:
         return sum(p.numel() for p in self.parameters() if p.requires_grad or not trainable_only)

@@ -55,6 +55,8 @@ class GPT(ModelBase):
     out_proj and mlp.proj at zero) and an untied lm_head at zero (uniform first predictions).
     """
 
+    output_layers = ("lm_head",)
+
     def __init__(self, config: GPTConfig) -> None:
         super().__init__()
         self.config = c = config
@@ -112,3 +114,31 @@ class GPT(ModelBase):
         if last_only:
             x = x[:, -1:]
         return self.lm_head(x)  # [B,T,V]
+
+    @property
+    def rows_batchable(self) -> bool:
+        """Whether :meth:`decode_rows` applies: positions looked up per row (learned, sinusoidal or
+        none); RoPE rotations and ALiBi biases need one shared offset per forward."""
+        return self.config.pos_encoding not in ("rope", "alibi")
+
+    def decode_rows(self, tokens: Tensor, cache) -> Tensor:
+        """One token per row, each row at its own position: tokens [R,1] -> logits [R,V].
+
+        Concurrent generations share this pass (playground.generation.batching, whose row cache
+        ``cache`` is). The modules of :meth:`forward` in its order; what differs is per row: the
+        position embedding of each row's position and a key mask [R,K] (True = a key of this
+        row's own prefix or the new token; none when every row is equally long). Blocks get
+        offset 0, which is why only additive (or no) position encodings are batched.
+        """
+        pos, K = cache.begin()  # [R], keys after this token
+        x = self.tok_emb(tokens)  # [R,1,D]
+        if self.pos_emb is not None:
+            x = x + self.pos_emb.weight[pos][:, None]  # [R,1,D]
+        x = self.drop(x)
+        key_mask = None  # all rows equally long (one user, or users in step): every key is real
+        if min(cache.lengths) != K - 1:
+            key_mask = torch.arange(K, device=tokens.device)[None, :] <= pos[:, None]  # [R,K]
+        for i, block in enumerate(self.blocks):
+            x = block(x, key_mask=key_mask, cache=cache, layer=i, offset=0)
+        cache.end()
+        return self.lm_head(self.ln_f(x))[:, -1]  # [R,V]

@@ -176,6 +176,8 @@ class RNNSeq2Seq(ModelBase):
     (recorded as [B,1,T,S]), decoder.combine, lm_head. Source padding must be on the right.
     """
 
+    output_layers = ("lm_head",)
+
     def __init__(self, config: RNNSeq2SeqConfig) -> None:
         super().__init__()
         self.config = c = config

@@ -103,6 +103,8 @@ class TransformerSeq2Seq(ModelBase):
     Target padding must be on the right (causal masking hides it from real positions).
     """
 
+    output_layers = ("lm_head",)
+
     def __init__(self, config: TransformerSeq2SeqConfig) -> None:
         super().__init__()
         self.config = c = config

@@ -88,6 +88,8 @@ class ViT(ModelBase):
     With pool="cls" key 0 of every attention map is CLS and the patches follow row-major.
     """
 
+    output_layers = ("head",)
+
     def __init__(self, config: ViTConfig) -> None:
         super().__init__()
         self.config = c = config

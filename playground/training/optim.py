@@ -22,8 +22,6 @@ from torch import nn
 
 from playground.errors import ConfigError
 
-# Linear layers that map to the output space (logits / classes), whatever the family calls them.
-OUTPUT_LAYER_NAMES = ("lm_head", "head", "classifier", "generator", "out")
 
 
 def muon_available() -> bool:
@@ -91,13 +89,15 @@ def _adjust_lr(lr: float, adjust_lr_fn: str | None, shape: torch.Size) -> float:
 
 def muon_param_groups(model: nn.Module) -> tuple[list[nn.Parameter], list[nn.Parameter]]:
     """(hidden matrices for Muon, the rest for AdamW): Muon gets the weight of every nn.Linear
-    except output layers (named in OUTPUT_LAYER_NAMES) and weights shared with an embedding
-    (a tied LM head); AdamW gets embeddings, output layers, norms' gains and all biases."""
+    except the model's output layers (its ``output_layers``, see ModelBase) and weights shared
+    with an embedding (a tied LM head); AdamW gets embeddings, output layers, norms' gains and
+    all biases."""
     embedding_ids = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
     hidden: list[nn.Parameter] = []
     seen: set[int] = set()
+    outputs = set(getattr(model, "output_layers", ()))
     for name, module in model.named_modules():
-        if not isinstance(module, nn.Linear) or name.rsplit(".", 1)[-1] in OUTPUT_LAYER_NAMES:
+        if not isinstance(module, nn.Linear) or name in outputs:
             continue
         w = module.weight
         if w.requires_grad and w.dim() == 2 and id(w) not in embedding_ids and id(w) not in seen:

@@ -9,10 +9,16 @@ from typing import Any
 import pandas as pd
 
 from playground.bundle import read_metrics_csv
+from playground.families import FAMILIES
 from playground.workspace import Workspace
 
 SUMMARY_COLUMNS = ["run", "family", "preset", "step", "status", "val_loss", "train_loss", "accuracy", "exact_match",
                    "token_accuracy", "throughput", "unit", "parameters", "elapsed_s"]
+
+
+def _family_unit(family: str | None) -> str:
+    """What a family's throughput counts (bundles written before runs recorded their unit)."""
+    return FAMILIES[family].adapter.unit if family in FAMILIES else "tokens"
 
 
 def runs_table(workspace: Workspace) -> pd.DataFrame:
@@ -22,7 +28,7 @@ def runs_table(workspace: Workspace) -> pd.DataFrame:
         cfg = entry.meta
         metrics = cfg.get("metrics") or {}
         run = cfg.get("run") or {}
-        unit = run.get("unit") or ("samples" if cfg.get("family") == "vit" else "tokens")
+        unit = run.get("unit") or _family_unit(cfg.get("family"))
         rows.append({
             "run": entry.name, "family": cfg.get("family"), "preset": cfg.get("preset"), "step": cfg.get("step"),
             "status": metrics.get("status") or run.get("status"),

@@ -59,15 +59,16 @@ def test_uniform_baseline_with_a_retrained_model():
     assert wp.RETRAINED in res.stats()["variants"] and res.examples_done == 3
 
 
-def test_uniform_retrain_switch_is_detected_or_explained():
+def test_every_family_names_a_uniform_retrain_switch_its_config_accepts(monkeypatch):
     for family in ("gpt", "vit", "rnn_seq2seq", "transformer_seq2seq"):
-        names = {f.name for f in dataclasses.fields(get_family(family).config_cls)}
-        rnn_choice = family == "rnn_seq2seq" and "uniform" in RNN_ATTENTIONS
-        if any(flag in names for flag, _ in wp.UNIFORM_FLAGS) or rnn_choice:
-            assert list(wp.uniform_model_override(family))[0].startswith("model.")
-        else:
-            with pytest.raises(ConfigError, match="uniform"):
-                wp.uniform_model_override(family)
+        spec = get_family(family)
+        (key, value), = wp.uniform_model_override(family).items()
+        section, field = key.split(".", 1)
+        assert section == "model" and field in {f.name for f in dataclasses.fields(spec.config_cls)}, family
+        spec.config_cls(**{field: value})  # a value the config accepts
+    monkeypatch.setattr(get_family("gpt").explainer, "uniform_override", None)
+    with pytest.raises(ConfigError, match="uniform"):  # a family without one is told so
+        wp.uniform_model_override("gpt")
 
 
 def test_seed_variance_zero_for_the_same_model_and_positive_across_seeds():

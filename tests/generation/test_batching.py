@@ -13,7 +13,6 @@ from playground.generation import GenerateRequest, SamplingConfig, generate_lm, 
 from playground.generation.batching import (
     GPTBatcher,
     RowKVCache,
-    decode_rows,
     stream_batched,
 )
 from playground.generation.events import Done
@@ -93,7 +92,7 @@ def test_batched_decode_logits_equal_single_forward(lengths):
             kv = model.new_cache()
             model(s[:, :n], cache=kv)
             cache.load(cache.add_rows(1), kv, 0, 1, n)
-        batched = decode_rows(model, torch.cat([s[:, -1:] for s in seqs]), cache)  # [4,V]
+        batched = model.decode_rows(torch.cat([s[:, -1:] for s in seqs]), cache)  # [4,V]
         single = torch.cat([model(s)[:, -1] for s in seqs])
     assert cache.lengths == [n + 1 for n in lengths]
     assert torch.allclose(batched, single, atol=LOGITS_ATOL, rtol=0)

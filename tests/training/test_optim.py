@@ -5,6 +5,7 @@ import threading
 
 import pytest
 import torch
+from torch import nn
 
 from playground.models.gpt import GPT, GPTConfig
 from playground.training.checkpoint import optimizer_state_from_files, optimizer_state_to_files
@@ -126,3 +127,16 @@ def test_batched_muon_makes_torch_muons_update():
         assert torch.allclose(p, q, atol=2e-2)  # both orthogonalise in bf16
         assert (p - q).abs().mean() < 2e-3
     assert set(ours.state[a[0]]) == set(ref.state[b[0]]) == {"momentum_buffer"}
+
+
+def test_every_family_names_its_output_layers_for_muon():
+    """Each model declares the Linear layers that map to its outputs; Muon leaves exactly those
+    (and tied embeddings) to AdamW."""
+    from playground.families import FAMILIES
+
+    for name, family in FAMILIES.items():
+        model = family.build(family.config_cls())
+        modules = dict(model.named_modules())
+        assert model.output_layers and all(isinstance(modules[o], nn.Linear) for o in model.output_layers), name
+        hidden, _ = muon_param_groups(model)
+        assert not {id(modules[o].weight) for o in model.output_layers} & {id(p) for p in hidden}, name

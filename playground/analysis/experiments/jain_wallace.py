@@ -476,7 +476,7 @@ def iter_adversarial(
     keep_attention: bool = True,
 ) -> ExperimentGen:
     """J&W adversarial attention on every example; ε defaults to 0.01 for classifiers and 0.05
-    for next-token / seq2seq outputs (ANALYZER.md). With ``keep_attention`` the original and
+    for next-token / seq2seq outputs (the explainer's ``adversarial_epsilon``). With ``keep_attention`` the original and
     the best adversarial row (head mean, over input units) of each example go to
     ``result.extra["attention"][str(example)]``."""
     if k < 1 or steps < 1:

@@ -155,24 +155,17 @@ def uniform(model: nn.Module, evaluate: Callable[[nn.Module], dict[str, float]],
 
 # -- retraining (through the trainer) -------------------------------------------------------
 
-UNIFORM_FLAGS: tuple[tuple[str, Any], ...] = (("uniform_attention", True), ("attention_mode", "uniform"),
-                                              ("frozen_attention", "uniform"))
-
-
 def uniform_model_override(family: str) -> dict[str, Any]:
-    """The preset override that trains a model of ``family`` with frozen uniform attention.
+    """The preset override that trains a model of ``family`` with frozen uniform attention (the
+    family's explainer knows its switch).
 
-    Raises ConfigError when the family's config has no such switch (ask for one: the models
-    must support it so the trainer can build and save such a model)."""
+    Raises ConfigError when the family has none (ask for one: the models must support it so the
+    trainer can build and save such a model)."""
     from playground.families import get_family
 
-    spec = get_family(family)
-    names = {f.name for f in dataclasses.fields(spec.config_cls)}
-    for key, value in UNIFORM_FLAGS:
-        if key in names:
-            return {f"model.{key}": value}
-    if spec.explainer.uniform_override is not None:  # the family's own switch (the RNN's attention kind)
-        return dict(spec.explainer.uniform_override)
+    override = get_family(family).explainer.uniform_override
+    if override is not None:
+        return dict(override)
     raise ConfigError(
         f"The {family} models have no switch for frozen uniform attention yet, so a uniform copy cannot be "
         "retrained; compare with the test-time uniform numbers instead."
@@ -236,13 +229,9 @@ class SeedResult(ExperimentResult):
 
 def with_model(query: Query, model: nn.Module) -> Query:
     """The same inputs as ``query`` explained on another model of the same family."""
-    from playground.families import FAMILIES
+    from playground.families import family_of
 
-    layer = query.layer
-    for spec in FAMILIES.values():
-        if isinstance(model, spec.model_cls):
-            layer = spec.input_embedding(model)
-    return dataclasses.replace(query, model=model, layer=layer)
+    return dataclasses.replace(query, model=model, layer=family_of(model).input_embedding(model))
 
 
 def iter_seed_variance(

@@ -1,6 +1,6 @@
 """Attention-based importance over the input units, read from the model's own maps.
 
-Which maps relate input to target (ANALYZER.md):
+Which maps relate input to target (each family's explainer decides):
 
 - GPT: the self-attention maps ``blocks.{i}.attn``, row = the query position.
 - ViT: ``blocks.{i}.attn``, row 0 (CLS) over the patches (mean pooling: the mean of the patch rows).
@@ -85,11 +85,6 @@ def explaining_maps(query: Query) -> list[str]:
     return query.explainer.explaining_maps(query.model)
 
 
-def encoder_maps(model: nn.Module) -> list[str]:
-    """Self-attention maps of a seq2seq encoder (empty for the RNN)."""
-    return [n for n in attention_modules(model) if n.startswith("encoder.")]
-
-
 def rows(query: Query, attn: Tensor) -> Tensor:
     """The rows of ``attn`` [B,H,Q,K] (or [B,Q,K]) that explain each example -> [B,H,U] (or [B,U])."""
     squeeze = attn.dim() == 3
@@ -139,7 +134,7 @@ def rollout(query: Query, rec: Recording, residual: float = 0.5) -> Attribution:
     of the encoder (a simplification: decoder self-attention is not rolled out).
     """
     if query.explainer.through_cross_attention:
-        enc = encoder_maps(query.model)
+        enc = query.explainer.input_self_maps(query.model)  # the encoder's self-attention
         cross = explaining_maps(query)
         if not enc:
             raise PlaygroundError("Rollout needs self-attention layers; the RNN seq2seq has one attention (use 'attention').")

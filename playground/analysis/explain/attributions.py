@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from playground.analysis.divergences import tvd
 from playground.analysis.query import Query
 
 REL_TOL = 0.05  # IG accepted when |delta| <= REL_TOL * |F(x) - F(x')| ...
@@ -245,7 +246,7 @@ def leave_one_out(query: Query, mode: str = "replace", batch_size: int | None = 
             logits = query.explainer.output_rows(query, variants[sl], pos, None if dec is None else dec[sl], last)
             p = logits.float().softmax(-1)  # [n,V]
             b = torch.arange(start, start + p.shape[0], device=query.device) % B
-            out[sl] = 0.5 * (p - ref[b]).abs().sum(-1)
+            out[sl] = tvd(p, ref[b])  # [n]
     return LOOResult("loo" if mode == "replace" else "loo_delete", out.view(U, B).T.contiguous(), False, mode)
 
 

@@ -1,5 +1,5 @@
 """What explaining a language model's output means: log p(target) of the next token after a
-query position, over the prompt's tokens (ANALYZER.md, "Per model kind")."""
+query position, over the prompt's tokens."""
 from __future__ import annotations
 
 import inspect
@@ -41,6 +41,7 @@ class LMExplainer(FamilyExplainer):
 
     kind = "lm"
     output_name = "next-token distribution"
+    uniform_override = {"model.uniform_attention": True}
 
     # -- F -------------------------------------------------------------------------------
     def last_only(self, query: Query) -> bool:

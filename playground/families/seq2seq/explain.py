@@ -1,6 +1,6 @@
 """What explaining a sequence-to-sequence model's output means: log p(y_t | y_<t, x) of a
 teacher-forced output step over the source tokens, read through the decoder's cross-attention
-(Transformer) or its one Bahdanau/Luong attention (RNN) (ANALYZER.md, "Per model kind")."""
+(Transformer) or its one Bahdanau/Luong attention (RNN)."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -27,8 +27,7 @@ class Seq2SeqExplainer(FamilyExplainer):
     unavailable: the per-input methods this model cannot compute (flow and relevancy need one
         self-attention stack; the RNN has no self-attention to roll out either).
     layer_fields: the config fields whose sum is the layers one forward runs.
-    uniform_override: the preset override that trains it with frozen uniform attention, when
-        its config has no generic switch for it.
+    uniform_override: the preset override that trains it with frozen uniform attention.
     """
 
     kind = "seq2seq"
@@ -72,6 +71,10 @@ class Seq2SeqExplainer(FamilyExplainer):
         names = list(attention_modules(model))
         cross = [n for n in names if n.endswith("cross_attn")]
         return cross or [n for n in names if n == "decoder.attention"]
+
+    def input_self_maps(self, model: nn.Module) -> list[str]:
+        """The encoder's self-attention maps (none for the RNN)."""
+        return [n for n in attention_modules(model) if n.startswith("encoder.")]
 
     def check_attention(self, query: Query, method: str) -> None:
         if method == "flow":

@@ -1,5 +1,5 @@
 """What explaining an image classifier's output means: a class logit over the image's patches
-(ANALYZER.md, "Per model kind"). Key 0 of every attention map is the CLS token when the ViT
+(playground.analysis.explainer). Key 0 of every attention map is the CLS token when the ViT
 pools by CLS; a ViT that pools by mean has no single row that produces its output."""
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ class ClassifierExplainer(FamilyExplainer):
     adversarial_epsilon = 0.01
     unavailable = frozenset({"loo_delete"})
     reads_images = True
+    uniform_override = {"model.uniform_attention": True}
 
     # -- F -------------------------------------------------------------------------------
     def check(self, query: Query) -> None:
