@@ -8,8 +8,9 @@ from pathlib import Path
 from playground.families import FAMILIES
 
 ROOT = Path(__file__).resolve().parents[1] / "playground"
-# The issue's check: a comparison of something called kind or family with a literal.
-COMPARISON = re.compile(r"""(kind|family)\s*(==|!=|in)\s*["'(]""")
+# The issue's check: a comparison of something called kind or family with a literal, also
+# through a lookup (`cfg.get("family") == "vit"`, `meta["kind"] in (...)`).
+COMPARISON = re.compile(r"""(kind|family)["')\]]*\s*(==|!=|in)\s*["'(]""")
 TASK_KINDS = {"lm", "classifier", "seq2seq"}
 
 
