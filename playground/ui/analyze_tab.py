@@ -14,6 +14,7 @@ and device with functools.partial.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
@@ -26,6 +27,7 @@ from playground.ui import experiments_view
 from playground.ui.components import Chart, ReadableImage, Slider
 from playground.ui.context import AppContext, model_choices, text_hint
 from playground.ui.tables import Table
+from playground.ui.updates import Updates
 from playground.workspace import Workspace
 
 PUBLISHED = """Jain & Wallace (2019), Table 2, BiLSTM + additive attention: mean Kendall τ (share of
@@ -72,17 +74,54 @@ def checkpoint_view(workspace: Workspace, checkpoint: str | None) -> dict[str, A
             "defaults": [m for m in DEFAULT_METHODS if m in methods]}
 
 
-def checkpoint_changed(workspace: Workspace, checkpoint: str | None, handoff: dict | None = None) -> tuple:
-    """Updates for (about, text, image, sample, position, target, methods) when the checkpoint
-    changes, then (summary, importance, agreement, grounding, heads, files) cleared: nothing of
-    the previous model's explanation stays. A `handoff` from the Generate tab for this checkpoint
-    fills the input and the target."""
+@dataclass(frozen=True)
+class Explanation(Updates):
+    """An explanation as the tab shows it (or cleared: nothing of a previous one stays)."""
+
+    summary: Any
+    importance: Any  # importance per method (chart)
+    agreement: Any  # table, hidden until there is one (an empty table shows placeholder headers)
+    grounding: Any  # pointing game / alignment accuracy table, where the family has ground truth
+    heads: Any  # layer x head grid (chart)
+    files: Any  # CSV / JSON downloads
+
+    @classmethod
+    def cleared(cls) -> Explanation:
+        hidden = gr.update(value=None, visible=False)
+        return cls("", None, hidden, hidden, None, None)
+
+
+@dataclass(frozen=True)
+class CheckpointControls(Updates):
+    """The input controls as a checkpoint's family reads them, and the explanation cleared."""
+
+    about: Any
+    text: Any
+    image: Any
+    sample: Any
+    position: Any
+    target: Any
+    methods: Any
+    explanation: Explanation
+
+
+@dataclass(frozen=True)
+class Selection(Updates):
+    """A target picked in the Generate tab: the checkpoint, the hand-off, and its controls."""
+
+    checkpoint: Any
+    handoff: Any
+    controls: CheckpointControls
+
+
+def checkpoint_changed(workspace: Workspace, checkpoint: str | None, handoff: dict | None = None) -> CheckpointControls:
+    """The controls when the checkpoint changes, with the previous model's explanation cleared.
+    A `handoff` from the Generate tab for this checkpoint fills the input and the target."""
     view = checkpoint_view(workspace, checkpoint)
-    hidden = gr.update(value=None, visible=False)  # a table without rows shows placeholder headers: hide it
-    cleared = ("", None, hidden, hidden, None, None)
     if view["kind"] is None:
-        return (gr.update(value="Choose a checkpoint (train one in the Train tab)."), gr.update(), gr.update(),
-                gr.update(), gr.update(), gr.update(), gr.update(), *cleared)
+        keep = gr.update()
+        return CheckpointControls(gr.update(value="Choose a checkpoint (train one in the Train tab)."), keep, keep,
+                                  keep, keep, keep, keep, Explanation.cleared())
     reads = get_family(view["family"]).explainer.view
     about = f"{reads.about}  \nFamily `{view['family']}`."
     handed = handoff if handoff and handoff.get("checkpoint") == checkpoint else None
@@ -101,15 +140,15 @@ def checkpoint_changed(workspace: Workspace, checkpoint: str | None, handoff: di
         if handed.get("target_choice") and handed["target_choice"][1] not in [c if isinstance(c, str) else c[1]
                                                                               for c in target_choices]:
             target_choices.append(tuple(handed["target_choice"]))
-    return (
-        gr.update(value=about),
-        text,
-        image,
-        gr.update(visible=bool(view["samples"]), choices=view["samples"], value=None),
-        gr.update(visible=not reads.reads_image, label=reads.position_label, value=position),
-        gr.update(visible=reads.picks_target, choices=target_choices, value=target, label=reads.target_label),
-        gr.update(choices=view["methods"], value=view["defaults"]),
-        *cleared,
+    return CheckpointControls(
+        about=gr.update(value=about),
+        text=text,
+        image=image,
+        sample=gr.update(visible=bool(view["samples"]), choices=view["samples"], value=None),
+        position=gr.update(visible=not reads.reads_image, label=reads.position_label, value=position),
+        target=gr.update(visible=reads.picks_target, choices=target_choices, value=target, label=reads.target_label),
+        methods=gr.update(choices=view["methods"], value=view["defaults"]),
+        explanation=Explanation.cleared(),
     )
 
 
@@ -125,14 +164,15 @@ def handoff_of(workspace: Workspace, selection: dict | None) -> dict | None:
     return out
 
 
-def from_selection(workspace: Workspace, selection: dict | None) -> tuple:
-    """Prefill everything from a target picked in the Generate tab: (checkpoint, handoff, then
-    what `checkpoint_changed` gives for it)."""
+def from_selection(workspace: Workspace, selection: dict | None) -> Selection:
+    """Prefill everything from a target picked in the Generate tab: the checkpoint, the hand-off,
+    then what `checkpoint_changed` gives for it (nothing changes without a pick)."""
     handoff = handoff_of(workspace, selection)
     if handoff is None:
-        return tuple(gr.skip() for _ in range(15))
-    return (gr.update(value=handoff["checkpoint"]), handoff,
-            *checkpoint_changed(workspace, handoff["checkpoint"], handoff))
+        skip = gr.skip()
+        return Selection(skip, skip, CheckpointControls(*[skip] * 7, Explanation(*[skip] * 6)))
+    return Selection(gr.update(value=handoff["checkpoint"]), handoff,
+                     checkpoint_changed(workspace, handoff["checkpoint"], handoff))
 
 
 def _export(result: Any) -> list[str]:
@@ -184,8 +224,9 @@ def summary_markdown(result: Any) -> str:
 def run_analysis(workspace: Workspace, device: str, checkpoint: str | None, text: str | None, image: Any,
                  sample: Any, position: Any, target: Any, methods: list[str] | None, layer: Any, head: Any,
                  ig_steps: Any, ig_auto: bool, handoff: dict | None = None,
-                 progress: gr.Progress | None = None, max_ig_steps: int | None = None, caps: Any = None) -> tuple:
-    """Run the per-input analysis; returns (summary, importance plot, agreement, grounding, heads plot, files).
+                 progress: gr.Progress | None = None, max_ig_steps: int | None = None,
+                 caps: Any = None) -> Explanation:
+    """Run the per-input analysis and show it.
 
     `max_ig_steps` (a shared server's cap) bounds integrated gradients' steps, the auto-raise included;
     `caps` (default FULL_CAPS) bounds the text's length."""
@@ -222,9 +263,14 @@ def run_analysis(workspace: Workspace, device: str, checkpoint: str | None, text
     heads = None
     if result.heads is not None:
         heads = head_grid_chart(head_frame(result.heads), result.heads.maps.shape[1])
-    return (summary_markdown(result), importance_chart(result), gr.update(value=result.agreement.round(4), visible=True),
-            gr.update(value=None if grounding is None else grounding.round(4), visible=grounding is not None),
-            heads, _export(result))
+    return Explanation(
+        summary=summary_markdown(result),
+        importance=importance_chart(result),
+        agreement=gr.update(value=result.agreement.round(4), visible=True),
+        grounding=gr.update(value=None if grounding is None else grounding.round(4), visible=grounding is not None),
+        heads=heads,
+        files=_export(result),
+    )
 
 
 def build(ctx: AppContext) -> None:
@@ -281,9 +327,11 @@ def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, abou
     heads = Chart(label="Layer x head: attention maps and entropy", elem_id="analyze-heads")
     files = gr.File(label="Export: CSV and JSON of everything shown", file_count="multiple", elem_id="analyze-files")
 
-    controls = [about, text, image, sample, position, target, methods]
-    results = [summary, importance, agreement, grounding, heads, files]
-    checkpoint.change(ctx.per_user(checkpoint_changed), [ctx.user, checkpoint, handoff], [*controls, *results],
+    shown = Explanation.wire(summary=summary, importance=importance, agreement=agreement, grounding=grounding,
+                             heads=heads, files=files)
+    controls = CheckpointControls.wire(about=about, text=text, image=image, sample=sample, position=position,
+                                       target=target, methods=methods, explanation=shown)
+    checkpoint.change(ctx.per_user(checkpoint_changed), [ctx.user, checkpoint, handoff], controls,
                       api_name="analyze_checkpoint", queue=False, show_progress="hidden")
     image.upload(lambda: gr.update(value=None), None, [sample], queue=False, show_progress="hidden",
                  api_name=False)
@@ -297,8 +345,9 @@ def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, abou
     event = run_btn.click(None, None, [summary], js="() => 'Explaining… (the progress bar below shows how far)'",
                           queue=False, show_progress="hidden").then(
         ctx.per_user(_run), [ctx.user, checkpoint, text, image, sample, position, target, methods, layer, head, ig_steps, ig_auto, handoff],
-        [summary, importance, agreement, grounding, heads, files], api_name="analyze", **ctx.analysis())
+        shown, api_name="analyze", **ctx.analysis())
     stop_btn.click(None, None, None, cancels=[event], api_name=False)
     ctx.selection.change(ctx.per_user(from_selection), [ctx.user, ctx.selection],
-                         [checkpoint, handoff, *controls, *results], api_name="analyze_from_selection", queue=False,
+                         Selection.wire(checkpoint=checkpoint, handoff=handoff, controls=controls),
+                         api_name="analyze_from_selection", queue=False,
                          show_progress="hidden")

@@ -16,6 +16,7 @@ import torch
 from playground.errors import PlaygroundError
 from playground.settings import Settings
 from playground.spaces import LiveJobs, Spaces, UserSpace, user_key
+from playground.ui.updates import plain, plain_stream
 
 HEAVY = "heavy"  # lane of training, tokenizer builds and experiments
 LIGHT = "light"  # lane of generation, classification and encoding
@@ -76,18 +77,19 @@ class AppContext:
         wants_progress = "progress" in inspect.signature(fn).parameters
         resolve = self.space_for
         # gradio injects the request and progress only into leading positional parameters.
+        # (named results, playground.ui.updates.Updates, reach gradio as their values)
         if inspect.isgeneratorfunction(fn) and wants_progress:
             def listener(request: gr.Request, progress=gr.Progress(), token=None, *args):
-                yield from fn(resolve(token, request), *bound, *args, progress=progress)
+                yield from plain_stream(fn(resolve(token, request), *bound, *args, progress=progress))
         elif inspect.isgeneratorfunction(fn):
             def listener(request: gr.Request, token=None, *args):
-                yield from fn(resolve(token, request), *bound, *args)
+                yield from plain_stream(fn(resolve(token, request), *bound, *args))
         elif wants_progress:
             def listener(request: gr.Request, progress=gr.Progress(), token=None, *args):
-                return fn(resolve(token, request), *bound, *args, progress=progress)
+                return plain(fn(resolve(token, request), *bound, *args, progress=progress))
         else:
             def listener(request: gr.Request, token=None, *args):
-                return fn(resolve(token, request), *bound, *args)
+                return plain(fn(resolve(token, request), *bound, *args))
         listener.__name__ = getattr(fn, "__name__", "handler")
         listener.__doc__ = getattr(fn, "__doc__", None)
         return user_errors(listener)

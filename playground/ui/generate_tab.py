@@ -18,6 +18,7 @@ from playground.scratch import download_dir
 from playground.ui.components import Chart, ReadableImage, Slider
 from playground.ui.context import AppContext, choices_update, text_hint, user_errors
 from playground.ui.tables import Table
+from playground.ui.updates import Updates
 
 MAX_SAMPLES = 8
 DEFAULT_MAX_NEW = 200
@@ -80,46 +81,70 @@ def refresh_models(env: Env, current: str | None):
     return choices_update(env.workspace.names("models"), current)
 
 
-def select_model(env: Env, name: str | None):
+@dataclass(frozen=True)
+class ModelView(Updates):
+    """What choosing a checkpoint changes: the controls its family reads, and the previous
+    model's output, table, picks and stats line cleared."""
+
+    info: Any  # the checkpoint's one-line description
+    prompt: Any
+    image_col: Any
+    lm_group: Any  # sampling controls
+    s2s_group: Any  # beam controls
+    gen_btn: Any
+    classify_btn: Any
+    sample: Any  # validation samples
+    dist_plot: Any  # next-token distribution
+    align_plot: Any
+    class_plot: Any
+    output: Any  # generated text (HTML)
+    table: Any  # token table
+    result: Any  # result state
+    picker: Any  # "pick a generated token"
+    max_new: Any
+    stats: Any
+
+
+def _no_view(info: str, prompt: Any, gen_btn: Any, max_new: Any) -> ModelView:
+    hidden, empty = gr.update(visible=False), gr.update(choices=[], value=None)
+    return ModelView(info, prompt, hidden, hidden, hidden, gen_btn, hidden, empty, None, None, None, "", None, None,
+                     empty, max_new, "")
+
+
+def select_model(env: Env, name: str | None) -> ModelView:
     """Adapt the controls to the checkpoint's family and load its validation samples; the previous
     model's output, table, picks and stats line go."""
     from playground.generation.samples import validation_samples
 
-    hidden = gr.update(visible=False)
+    shown, hidden = gr.update(visible=True), gr.update(visible=False)
     if not name:
-        return (NO_MODEL, gr.update(visible=True, label="Prompt"), hidden, hidden, hidden, gr.update(visible=True),
-                hidden, gr.update(choices=[], value=None), None, None, None, "", None, None,
-                gr.update(choices=[], value=None), gr.update(visible=True), "")
+        return _no_view(NO_MODEL, gr.update(visible=True, label="Prompt"), shown, shown)
     try:
         bundle = _bundle(env, name)
     except Exception as exc:  # noqa: BLE001 - a broken checkpoint: say so, keep the tab usable
-        return (f"Cannot load {name!r}: {exc}", hidden, hidden, hidden, hidden, hidden, hidden,
-                gr.update(choices=[], value=None), None, None, None, "", None, None, gr.update(choices=[], value=None),
-                hidden, "")
+        return _no_view(f"Cannot load {name!r}: {exc}", hidden, hidden, hidden)
     controls = _generator(bundle).controls
     samples = validation_samples(bundle, env.workspace)
-    sample_update = gr.update(choices=[s.label for s in samples], value=None,
-                              label=f"Validation samples ({len(samples)})" if samples else "Validation samples (none available)")
     image, text = controls.reads_image, not controls.reads_image
-    prompt_update = gr.update(visible=text, label=controls.input_label, placeholder=controls.placeholder)
-    return (
-        describe(bundle),
-        prompt_update,
-        gr.update(visible=image),  # image column
-        gr.update(visible=controls.sampling),  # sampling controls
-        gr.update(visible=controls.beam),  # beam controls
-        gr.update(visible=text),  # generate button
-        gr.update(visible=image),  # classify button
-        sample_update,
-        gr.update(value=None, visible=text),  # next-token distribution
-        gr.update(value=None, visible=controls.alignment),  # alignment
-        gr.update(value=None, visible=image),  # class probabilities
-        "",  # output html
-        None,  # token table
-        None,  # result state
-        gr.update(choices=[], value=None, label=controls.pick_label),
-        gr.update(visible=text),  # max new tokens
-        "",  # the previous model's stats line
+    return ModelView(
+        info=describe(bundle),
+        prompt=gr.update(visible=text, label=controls.input_label, placeholder=controls.placeholder),
+        image_col=gr.update(visible=image),
+        lm_group=gr.update(visible=controls.sampling),
+        s2s_group=gr.update(visible=controls.beam),
+        gen_btn=gr.update(visible=text),
+        classify_btn=gr.update(visible=image),
+        sample=gr.update(choices=[s.label for s in samples], value=None,
+                         label=f"Validation samples ({len(samples)})" if samples else "Validation samples (none available)"),
+        dist_plot=gr.update(value=None, visible=text),
+        align_plot=gr.update(value=None, visible=controls.alignment),
+        class_plot=gr.update(value=None, visible=image),
+        output="",
+        table=None,
+        result=None,
+        picker=gr.update(choices=[], value=None, label=controls.pick_label),
+        max_new=gr.update(visible=text),
+        stats="",
     )
 
 
@@ -454,8 +479,10 @@ def build(ctx: AppContext) -> None:
     ctx.on_workspace_change(with_env(refresh_models), [model], [model], api_name="generate_models")
     model.change(
         U(select_model), [ctx.user, model],
-        [info, prompt, image_col, lm_group, s2s_group, gen_btn, classify_btn, sample, dist_plot, align_plot, class_plot,
-         output, table, result, picker, max_new, stats],
+        ModelView.wire(info=info, prompt=prompt, image_col=image_col, lm_group=lm_group, s2s_group=s2s_group,
+                       gen_btn=gen_btn, classify_btn=classify_btn, sample=sample, dist_plot=dist_plot,
+                       align_plot=align_plot, class_plot=class_plot, output=output, table=table, result=result,
+                       picker=picker, max_new=max_new, stats=stats),
         api_name="generate_select_model", show_progress="minimal",
     )
     sample.input(U(pick_sample), [ctx.user, model, sample], [prompt, image],

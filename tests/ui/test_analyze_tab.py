@@ -54,12 +54,13 @@ def test_checkpoint_view_per_family(workspace) -> None:
     assert v["kind"] == "classifier" and v["classes"][0] == "circle" and len(v["samples"]) == 6
     assert "loo_delete" not in v["methods"] and set(v["defaults"]) <= set(v["methods"])
     assert s["kind"] == "seq2seq" and "flow" not in s["methods"] and s["samples"]
-    _about, text, image, sample, position, target, _methods, *results = tab.checkpoint_changed(workspace, "v")
-    assert image["visible"] and not text["visible"] and sample["visible"] and target["choices"]
-    assert target["value"] is None and position["value"] == ""  # nothing of the previous model's target stays
-    summary, importance, agreement, grounding, heads, files = results
-    assert summary == "" and importance is None and heads is None and files is None
-    assert agreement == grounding == {"__type__": "update", "value": None, "visible": False}  # no empty tables
+    c = tab.checkpoint_changed(workspace, "v")
+    assert c.image["visible"] and not c.text["visible"] and c.sample["visible"] and c.target["choices"]
+    assert c.target["value"] is None and c.position["value"] == ""  # nothing of the previous model's target stays
+    e = c.explanation
+    assert e.summary == "" and e.importance is None and e.heads is None and e.files is None
+    assert e.agreement == e.grounding == {"__type__": "update", "value": None, "visible": False}  # no empty tables
+    assert len(c.values()) == 13  # what gradio gets: the 7 controls, then the 6 parts of the explanation
 
 
 def test_from_selection_prefills_the_generate_target(workspace) -> None:
@@ -67,15 +68,18 @@ def test_from_selection_prefills_the_generate_target(workspace) -> None:
     _save_seq2seq(workspace, "s")
     sel = {"checkpoint": "g", "kind": "lm", "input": "the quick", "input_ids": [5, 6, 7, 8], "target_position": 3,
            "target_token": "c", "target_id": 8, "context": "the qui"}
-    ckpt, handoff, about, text, _image, _sample, position, target, *_ = tab.from_selection(workspace, sel)
-    assert ckpt["value"] == "g" and text["value"] == "the qui" and position["value"] == ""
-    assert target["value"] == "#8" and ("'c'  (token #8)", "#8") in target["choices"]  # reads as the token
-    assert handoff["text"] == "the qui" and handoff["ids"] == [5, 6, 7] and "'c'" in about["value"]
+    picked = tab.from_selection(workspace, sel)
+    c, handoff = picked.controls, picked.handoff
+    assert picked.checkpoint["value"] == "g" and c.text["value"] == "the qui" and c.position["value"] == ""
+    assert c.target["value"] == "#8" and ("'c'  (token #8)", "#8") in c.target["choices"]  # reads as the token
+    assert handoff["text"] == "the qui" and handoff["ids"] == [5, 6, 7] and "'c'" in c.about["value"]
     s2s = tab.from_selection(workspace, {"checkpoint": "s", "kind": "seq2seq", "input": "abc", "target_position": 2,
                                          "target_token": "d", "output_ids": [4, 5, 6]})
-    assert s2s[3]["value"] == "abc" and s2s[6]["value"] == "2" and s2s[1]["output_ids"] == [4, 5, 6]
-    assert "'d'" in s2s[2]["value"] and "step 2" in s2s[2]["value"]
-    assert all(u == {"__type__": "update"} for u in tab.from_selection(workspace, {}))  # nothing picked: no change
+    assert s2s.controls.text["value"] == "abc" and s2s.controls.position["value"] == "2"
+    assert s2s.handoff["output_ids"] == [4, 5, 6]
+    assert "'d'" in s2s.controls.about["value"] and "step 2" in s2s.controls.about["value"]
+    nothing = tab.from_selection(workspace, {}).values()
+    assert len(nothing) == 15 and all(u == {"__type__": "update"} for u in nothing)  # nothing picked: no change
 
 
 def test_from_selection_hands_a_vit_its_image_and_class(workspace, tmp_path) -> None:
@@ -90,17 +94,18 @@ def test_from_selection_hands_a_vit_its_image_and_class(workspace, tmp_path) -> 
     Image.fromarray(pixels).save(path)
     sel = {"checkpoint": "v", "kind": "classifier", "input": str(path), "invert": False, "target_position": 2,
            "target_token": "triangle"}
-    ckpt, handoff, about, text, image, sample, _position, target, *_ = tab.from_selection(workspace, sel)
-    assert ckpt["value"] == "v" and image["value"] == str(path) and image["visible"]
-    assert "value" not in text and not text["visible"]  # the path never lands in the text box
-    assert target["value"] == "triangle" and "triangle" in target["choices"] and sample["value"] is None
-    assert "class `triangle`" in about["value"]
-    inverted = tab.from_selection(workspace, {**sel, "invert": True})[4]["value"]
+    picked = tab.from_selection(workspace, sel)
+    c, handoff = picked.controls, picked.handoff
+    assert picked.checkpoint["value"] == "v" and c.image["value"] == str(path) and c.image["visible"]
+    assert "value" not in c.text and not c.text["visible"]  # the path never lands in the text box
+    assert c.target["value"] == "triangle" and "triangle" in c.target["choices"] and c.sample["value"] is None
+    assert "class `triangle`" in c.about["value"]
+    inverted = tab.from_selection(workspace, {**sel, "invert": True}).controls.image["value"]
     assert np.array_equal(inverted, 255 - pixels)
     # the checkpoint's own change event (fired by the new value) gives the same prefill
     again = tab.checkpoint_changed(workspace, "v", handoff)
-    assert again[2]["value"] == str(path) and again[5]["value"] == "triangle"
-    assert tab.checkpoint_changed(workspace, "v", {**handoff, "checkpoint": "other"})[5]["value"] is None
+    assert again.image["value"] == str(path) and again.target["value"] == "triangle"
+    assert tab.checkpoint_changed(workspace, "v", {**handoff, "checkpoint": "other"}).target["value"] is None
 
 
 def test_readable_image_is_drawn_by_the_image_frontend() -> None:
@@ -117,7 +122,7 @@ def test_run_analysis_draws_and_exports(workspace, family) -> None:
     sample = 1 if family == "vit" else None
     out = tab.run_analysis(workspace, "cpu", "m", text, None, sample, None, None,
                            ["attention", "rollout", "ig", "loo"], None, None, 16, True)
-    summary, chart, agreement, grounding, heads, files = out
+    summary, chart, agreement, grounding, heads, files = out.values()
     assert "Target" in summary and "Integrated gradients" in summary
     assert isinstance(chart, alt.TopLevelMixin) and isinstance(heads, alt.TopLevelMixin)
     json.loads(chart.to_json())  # serialisable (inline data, no row limit)
@@ -136,7 +141,7 @@ def test_a_shared_servers_cap_bounds_integrated_gradients_steps(workspace) -> No
 
     _save_gpt(workspace, "g")
     summary = tab.run_analysis(workspace, "cpu", "g", "the lazy dog", None, None, None, None, ["ig"], None, None,
-                               300, True, max_ig_steps=20)[0]
+                               300, True, max_ig_steps=20).summary
     assert "Integrated gradients: 20 steps" in summary  # asked 300, auto-raise on: both held at the cap
     assert DEMO_CAPS.max_ig_steps is not None
 

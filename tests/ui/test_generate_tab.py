@@ -1,6 +1,7 @@
 """Generate tab: handlers called directly, and the real app driven through gradio_client."""
 from __future__ import annotations
 
+import dataclasses
 import uuid
 
 import numpy as np
@@ -69,16 +70,18 @@ def test_select_model_adapts_controls(env, workspace):
     _save_vit(workspace, "v")
     _seq2seq_bundle(workspace, "rnn_seq2seq", "s")
     gpt = select_model(env, "g")
-    assert "gpt" in gpt[0] and gpt[1]["label"] == "Prompt" and gpt[1]["visible"]
-    assert gpt[3]["visible"] and not gpt[4]["visible"] and not gpt[2]["visible"]  # sampling shown
+    assert "gpt" in gpt.info and gpt.prompt["label"] == "Prompt" and gpt.prompt["visible"]
+    assert gpt.lm_group["visible"] and not gpt.s2s_group["visible"] and not gpt.image_col["visible"]  # sampling shown
     s2s = select_model(env, "s")
-    assert s2s[1]["label"] == "Source" and s2s[4]["visible"] and not s2s[3]["visible"]
+    assert s2s.prompt["label"] == "Source" and s2s.s2s_group["visible"] and not s2s.lm_group["visible"]
     vit = select_model(env, "v")
-    assert vit[2]["visible"] and not vit[1]["visible"] and vit[6]["visible"] and not vit[5]["visible"]
-    assert not vit[15]["visible"] and gpt[15]["visible"]  # max new tokens only for text models
-    assert vit[16] == gpt[16] == select_model(env, None)[16] == ""  # the previous model's stats line goes
-    assert len(vit[7]["choices"]) == 20  # digits validation images, rebuilt from the seed
-    _, image = pick_sample(env, "v", vit[7]["choices"][0])
+    assert vit.image_col["visible"] and not vit.prompt["visible"] and vit.classify_btn["visible"]
+    assert not vit.gen_btn["visible"]
+    assert not vit.max_new["visible"] and gpt.max_new["visible"]  # max new tokens only for text models
+    assert vit.stats == gpt.stats == select_model(env, None).stats == ""  # the previous model's stats line goes
+    assert len(vit.sample["choices"]) == 20  # digits validation images, rebuilt from the seed
+    assert len(vit.values()) == len(dataclasses.fields(vit)) == 17  # what gradio gets, in wired order
+    _, image = pick_sample(env, "v", vit.sample["choices"][0])
     assert isinstance(image, np.ndarray) and image.shape[2] == 3
 
 
