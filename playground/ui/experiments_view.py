@@ -8,8 +8,10 @@ experiments_stop, experiments_example, experiments_retrain_uniform.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from playground.scratch import download_dir
 from playground.ui.components import Chart, Slider
 from playground.ui.context import AppContext, model_choices, user_errors
 from playground.ui.tables import Table
+from playground.ui.updates import Updates
 from playground.zerogpu import EXPERIMENT_S, gpu
 
 EXPERIMENT_LABELS: dict[str, str] = {
@@ -148,20 +151,49 @@ def stats_table(result: Any) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _render(result: Any, folder: Path, status: str) -> tuple[Any, ...]:
-    """(status, summary, chart, table, files, result path, example slider, adversarial controls)."""
+@dataclass(frozen=True)
+class ExperimentView(Updates):
+    """A run's result area, as it streams (a field left at gr.skip() keeps what is shown)."""
+
+    status: Any
+    summary: Any = field(default_factory=gr.skip)
+    chart: Any = field(default_factory=gr.skip)
+    table: Any = field(default_factory=gr.skip)
+    files: Any = field(default_factory=gr.skip)
+    result_path: Any = field(default_factory=gr.skip)
+    example: Any = field(default_factory=gr.skip)  # the adversarial example slider
+    adversarial_box: Any = field(default_factory=gr.skip)  # original-vs-adversarial controls, only with an adversarial result
+
+
+@dataclass(frozen=True)
+class ClearedView(Updates):
+    """The result area after a model switch: nothing of the previous model's run."""
+
+    status: Any = ""
+    summary: Any = ""
+    chart: Any = None
+    table: Any = None
+    files: Any = None
+    result_path: Any = None
+    adversarial_box: Any = field(default_factory=lambda: gr.update(visible=False))
+    example_chart: Any = None
+
+
+def _render(result: Any, folder: Path, status: str) -> ExperimentView:
+    """The result area for `result` (partial or final), its files written to `folder`."""
     from playground.analysis.experiments.summary import summarize
     from playground.charts.experiments import experiment_chart
 
     files = _write_files(result, folder)
     n_examples = len(result.extra.get("example_labels") or []) or result.n_done
-    return (status, summarize(result).to_markdown(), experiment_chart(result), stats_table(result), files, files[1],
-            gr.update(maximum=max(1, n_examples - 1)), gr.update(visible=result.experiment == "adversarial"))
+    return ExperimentView(status, summarize(result).to_markdown(), experiment_chart(result), stats_table(result),
+                          files, files[1], gr.update(maximum=max(1, n_examples - 1)),
+                          gr.update(visible=result.experiment == "adversarial"))
 
 
 def cleared() -> tuple[Any, ...]:
-    """What the result area shows after a model switch: nothing of the previous model's run."""
-    return ("", "", None, None, None, None, gr.update(visible=False), None)
+    """What the result area shows after a model switch (its values: gradio calls this directly)."""
+    return ClearedView().values()
 
 
 # On ZeroGPU the GPU is attached for the whole experiment. This handler, not iter_experiment, is the
@@ -171,9 +203,8 @@ def run_experiment(workspace: Any, settings: Any, checkpoint: str | None, experi
                    module: str | None, heads: str, epsilon: str, n_perm: float, steps: float, k: float,
                    views: list[str], references: list[str], methods: list[str], level: str, seeds: str,
                    retrain_steps: float | None, progress: Any = None):
-    """Generator handler: yields (status, summary, chart, table, files, result_path, example slider,
-    adversarial controls) as it goes; the status line says the time so far and, after the first
-    example, about how long is left.
+    """Generator handler: yields the result area (ExperimentView) as it goes; the status line says
+    the time so far and, after the first example, about how long is left.
 
     Stopping (the Stop button cancels this generator) keeps the last yielded partial result on
     screen and in the download files.
@@ -186,17 +217,14 @@ def run_experiment(workspace: Any, settings: Any, checkpoint: str | None, experi
     bundle = _load(workspace, settings, checkpoint)
     options = build_options(settings, n, seed, module, heads, epsilon, n_perm, steps, k, views, references, methods, level,
                             seeds, retrain_steps)
-    import dataclasses
-
     private = dataclasses.replace(bundle, model=private_copy(bundle.model))  # captum hooks stay on our copy
     folder = download_dir("playground-experiment-")
     gen = iter_experiment(experiment, private, options, workspace, caps=settings.caps)
     last_yield = 0.0
     result = None
     t0 = time.perf_counter()
-    skip = (gr.skip(),) * 7
     starting = f"Running: {EXPERIMENT_LABELS[experiment]} on {options.n} example{'s' if options.n != 1 else ''}, starting…"
-    yield (starting, *skip)
+    yield ExperimentView(starting)
     while True:
         try:
             event: Progress = next(gen)
@@ -212,7 +240,7 @@ def run_experiment(workspace: Any, settings: Any, checkpoint: str | None, experi
         if now - last_yield >= YIELD_EVERY_S:
             last_yield = now
             status = f"Running: {event.message} ({eta}). Stop keeps what is finished."
-            yield _render(result, folder, status) if result is not None and result.n_done else (status, *skip)
+            yield _render(result, folder, status) if result is not None and result.n_done else ExperimentView(status)
     if result is None:
         raise PlaygroundError("The experiment produced no result.")
     status = (f"Stopped after {result.examples_done} of {result.n_requested}; the numbers cover those." if result.stopped
@@ -394,7 +422,8 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None, tab: gr.Tab | 
     result_path = gr.State(None)
     calibration = gr.State(None)
     opened = gr.State(tab is None)  # the estimate times an example only once the view has been seen
-    results = [status, summary, chart, table, files, result_path, adversarial_box, example_chart]
+    results = ClearedView.wire(status=status, summary=summary, chart=chart, table=table, files=files,
+                               result_path=result_path, adversarial_box=adversarial_box, example_chart=example_chart)
 
     if own_dropdown:
         ctx.on_workspace_change(model_choices, [checkpoint], [checkpoint], api_name="experiments_models")
@@ -430,7 +459,9 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None, tab: gr.Tab | 
     run_event = run_btn.click(None, None, [status], js=f"() => {json.dumps(ctx.queued_notice('Experiment'))}",
                               queue=False, show_progress="hidden").then(
         ctx.per_user(_run), [ctx.user, *options_in],
-        [status, summary, chart, table, files, result_path, example, adversarial_box], api_name="experiments_run",
+        ExperimentView.wire(status=status, summary=summary, chart=chart, table=table, files=files,
+                            result_path=result_path, example=example, adversarial_box=adversarial_box),
+        api_name="experiments_run",
         **ctx.heavy())
 
     def _retrain(space, c, rs, version, progress=gr.Progress()):

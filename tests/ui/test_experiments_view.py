@@ -46,8 +46,11 @@ def run(env, experiment, **kw):
 
 def test_run_handler_yields_summary_chart_table_and_files(env):
     outputs = run(env, "permutation")
-    status, summary, chart, table, files, result_path, slider, adversarial_box = outputs[-1]
-    assert outputs[0][0].startswith("Running: Random permutation (J&W) on 3 examples")  # before any example is done
+    last = outputs[-1]
+    status, summary, chart, table, files = last.status, last.summary, last.chart, last.table, last.files
+    result_path, slider, adversarial_box = last.result_path, last.example, last.adversarial_box
+    assert outputs[0].status.startswith("Running: Random permutation (J&W) on 3 examples")  # before any example is done
+    assert outputs[0].summary == {"__type__": "update"}  # nothing else changes before an example is done
     assert status.startswith("Done: 3 of 3") and "median TVD" in summary and "What it cannot show" in summary
     assert adversarial_box == {"__type__": "update", "visible": False}  # its controls only with an adversarial result
     assert chart.to_dict() and isinstance(table, pd.DataFrame) and not table.empty
@@ -58,8 +61,8 @@ def test_run_handler_yields_summary_chart_table_and_files(env):
 
 def test_adversarial_example_chart(env):
     outputs = run(env, "adversarial")
-    result_path = outputs[-1][5]
-    assert outputs[-1][7] == {"__type__": "update", "visible": True}
+    result_path = outputs[-1].result_path
+    assert outputs[-1].adversarial_box == {"__type__": "update", "visible": True}
     data = json.loads(Path(result_path).read_text())
     assert data["experiment"] == "adversarial" and set(data["extra"]["units"]) == set(data["extra"]["attention"])
     chart = view.show_example(result_path, 1).to_dict()
