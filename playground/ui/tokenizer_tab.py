@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,7 @@ from playground.tokenization.walk import walk, walk_table
 from playground.ui.components import Chart, Slider
 from playground.ui.context import AppContext, choices_update, text_hint, user_errors
 from playground.ui.tables import Table
+from playground.ui.updates import Updates
 from playground.workspace import Workspace
 
 SOURCE_CHOICES = [
@@ -182,8 +184,22 @@ def build_handler(workspace: Workspace, caps: DemoCaps, source: str, files: Any,
            f"on {'held-out' if built.held_out else 'training'} text. Not saved yet.", new_state)
 
 
+@dataclass(frozen=True)
+class TokenizerViews(Updates):
+    """Everything shown about the current tokenizer."""
+
+    summary: Any
+    vocab: Any  # vocabulary table (first MAX_TABLE_ROWS rows)
+    merges: Any  # merges table, in learned order
+    lengths_plot: Any  # token lengths chart
+    lengths_csv: Any  # downloads: token lengths, vocabulary, merges, tokenizer.json
+    vocab_csv: Any
+    merges_csv: Any
+    tokenizer_json: Any
+
+
 @user_errors
-def show_handler(workspace: Workspace, state: dict | None):
+def show_handler(workspace: Workspace, state: dict | None) -> TokenizerViews:
     """Everything shown about the current tokenizer: summary, tables, length chart, downloads."""
     loaded = current_tokenizer(workspace, state)
     info = TokenizerInfo.from_tokenizer(loaded.tokenizer)
@@ -199,8 +215,8 @@ def show_handler(workspace: Workspace, state: dict | None):
     tok_json = export / "tokenizer.json"
     shutil.copyfile(loaded.folder / "tokenizer.json", tok_json)
     summary = _summary(loaded)
-    return (summary, vocab.head(MAX_TABLE_ROWS), merges.head(MAX_TABLE_ROWS), token_length_chart(lengths),
-            str(lengths_csv), str(vocab_csv), str(merges_csv), str(tok_json))
+    return TokenizerViews(summary, vocab.head(MAX_TABLE_ROWS), merges.head(MAX_TABLE_ROWS), token_length_chart(lengths),
+                          str(lengths_csv), str(vocab_csv), str(merges_csv), str(tok_json))
 
 
 def _summary(loaded: store.LoadedTokenizer) -> str:
@@ -468,7 +484,9 @@ def build(ctx: AppContext) -> None:
     kind.change(_kind_interactive, kind, [vocab_size, pre_tokenizer, normalizer, min_frequency, fallback],
                 api_name="tokenizer_kind", queue=False, **private)
 
-    show_outputs = [summary, vocab_df, merges_df, length_plot, lengths_csv, vocab_csv, merges_csv, download]
+    show_outputs = TokenizerViews.wire(summary=summary, vocab=vocab_df, merges=merges_df, lengths_plot=length_plot,
+                                       lengths_csv=lengths_csv, vocab_csv=vocab_csv, merges_csv=merges_csv,
+                                       tokenizer_json=download)
     option_inputs = [kind, vocab_size, min_frequency, normalizer, pre_tokenizer, specials, fallback]
     build_event = build_btn.click(ctx.notice("Build"), None, [status], queue=False, show_progress="hidden").then(
         U(one_build_per_user(ctx, build_handler), caps), [ctx.user, source, files, paste, *option_inputs, state], [status, state],

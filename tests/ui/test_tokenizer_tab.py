@@ -51,7 +51,8 @@ def test_build_status_lines(workspace):
 
 
 def test_show_handler_fills_every_view(workspace, built_state):
-    summary, vocab, merges, plot, lengths_csv, vocab_csv, merges_csv, tok_json = tab.show_handler(workspace, built_state)
+    summary, vocab, merges, plot, lengths_csv, vocab_csv, merges_csv, tok_json = tab.show_handler(
+        workspace, built_state).values()
     assert "unsaved tokenizer" in summary and "vocabulary **400**" in summary
     assert isinstance(vocab, pd.DataFrame) and len(vocab) == 400 and vocab["count"].notna().all()
     assert len(merges) == 400 - 258
@@ -80,7 +81,7 @@ def test_save_returns_next_version_and_lists_the_name(workspace, built_state):
     assert workspace.names("tokenizers") == ["tab-bpe"]
     saved, cmp_a, cmp_b = tab.refresh_saved(workspace, None, None, None)
     assert saved["choices"] == ["tab-bpe"] or [c[0] if isinstance(c, tuple) else c for c in saved["choices"]] == ["tab-bpe"]
-    summary = tab.show_handler(workspace, state)[0]
+    summary = tab.show_handler(workspace, state).summary
     assert summary.startswith("**tab-bpe**")
 
 
@@ -121,7 +122,7 @@ def test_uploaded_files_and_char_kind(workspace, tmp_path):
     b.write_text("goodbye moon\n" * 50)
     status, state = _build(workspace, source="upload", files=[str(a), str(b)], kind="char")[-1]
     assert "character-level" in status
-    summary = tab.show_handler(workspace, state)[0]
+    summary = tab.show_handler(workspace, state).summary
     assert "uploaded a.txt, b.txt" in summary
     md, _ = tab.walk_handler(workspace, state, "hello")
     assert "no merges" in md
