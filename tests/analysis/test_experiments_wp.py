@@ -15,7 +15,6 @@ from playground.analysis.experiments.data import classifier_queries, lm_queries
 from playground.errors import ConfigError
 from playground.models.attention import override_attention
 from playground.families import build_model, get_family
-from playground.models.rnn_seq2seq import RNN_ATTENTIONS
 
 
 def gpt(seed=0):

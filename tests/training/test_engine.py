@@ -62,7 +62,7 @@ def _train_until(preset, workspace, name, stop_at: int, **kw):
 
 def test_stop_then_resume_continues_steps_metrics_and_losses(workspace, corpus_file):
     preset = tiny_preset("gpt", corpus_file, max_steps=20, eval_interval=5)
-    full = run_training(preset, workspace, "full", device="cpu")
+    run_training(preset, workspace, "full", device="cpu")  # the uninterrupted run to compare with
 
     events = _train_until(preset, workspace, "part", stop_at=12)
     assert events[-1].kind == "stopped" and events[-1].step == 12
