@@ -21,6 +21,7 @@ import importlib
 import multiprocessing
 import os
 import threading
+import time
 from collections.abc import Callable, Generator
 from multiprocessing.connection import Connection
 from typing import Any
@@ -44,7 +45,7 @@ def _child_main(conn: Connection, target: str, kwargs: dict[str, Any], stop: Any
         if niceness and hasattr(os, "nice"):
             os.nice(niceness)
         if threads:
-            import torch
+            import torch  # function-level: torch takes ~1.5 s to import and tokenizer-build children never need it
 
             torch.set_num_threads(threads)
         if stop_kw:
@@ -151,8 +152,6 @@ def _reap(receive: Connection, proc: Any, grace_s: float) -> None:
 
 def _drain(receive: Connection, proc: Any, grace_s: float) -> None:
     """Read (and drop) what the stopping child still sends, until it exits or `grace_s` passes."""
-    import time
-
     deadline = time.monotonic() + grace_s
     while proc.is_alive() and time.monotonic() < deadline:
         try:

@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from playground.config import apply_overrides
+from playground.errors import PlaygroundError
+
 TAB_IDS = ("tokenizer", "train", "generate", "analyze", "space")
 SECTIONS = ("model", "data", "train")
 MAX_SETTINGS = 30  # `set=` parameters read from one link
@@ -120,8 +123,7 @@ def apply_settings(preset: Any, settings: Iterable[tuple[str, str]], caps: Any =
     Each setting is checked on top of those before it with the training config checks
     (unknown key, wrong type or choice, over the server's caps); a failing one is skipped.
     """
-    from playground.config import apply_overrides
-    from playground.errors import PlaygroundError
+    # function-level: the training modules pull in torch and the families (~1.5 s); parsing a link stays light
     from playground.training.config import build_model_config
     from playground.training.spec import get_family_config, resolve_run
 

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from playground.errors import ConfigError
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_WORKSPACE = REPO_ROOT / "checkpoints"
 SHIPPED_LIBRARY = REPO_ROOT / "checkpoints"  # the demo checkpoints that ship with the repo
@@ -132,9 +134,7 @@ class Settings:
 
 def resolve_device(requested: str = "auto") -> str:
     """Map auto|cpu|cuda|mps to an available device: auto tries cuda, then mps, then cpu."""
-    import torch
-
-    from playground.errors import ConfigError
+    import torch  # function-level: torch takes ~1.5 s to import; launch.py and tokenizer children load settings without it
 
     if requested not in DEVICE_CHOICES:
         raise ConfigError(f"Unknown device {requested!r}; choose one of {', '.join(DEVICE_CHOICES)}.")

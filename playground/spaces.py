@@ -21,6 +21,7 @@ import contextlib
 import hashlib
 import os
 import re
+import secrets
 import shutil
 import tempfile
 import threading
@@ -29,6 +30,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from tokenizers import Tokenizer
 
 from playground.errors import NotFoundError, PlaygroundError
 from playground.scratch import SCRATCH_PREFIX, newest_mtime, scratch_base
@@ -62,8 +65,6 @@ def user_key(username: str | None = None, browser_token: str | None = None, sess
 
 def new_browser_token() -> str:
     """A fresh random token that identifies one browser (kept in its localStorage)."""
-    import secrets
-
     return secrets.token_urlsafe(24)
 
 
@@ -167,9 +168,7 @@ class UserSpace:
         self.own.save_tokenizer(name, tokenizer_json, meta, overwrite=overwrite)
         return self.get("tokenizers", name)
 
-    def load_tokenizer(self, name: str):
-        from tokenizers import Tokenizer
-
+    def load_tokenizer(self, name: str) -> Tokenizer:
         return Tokenizer.from_file(str(self.get("tokenizers", name).path / "tokenizer.json"))
 
     def delete(self, kind: str, name: str) -> None:

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tokenizers import Tokenizer
+
 from playground.errors import InvalidNameError, NotFoundError, PlaygroundError
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -199,10 +201,8 @@ class Workspace:
             write_json(tmp / "meta.json", {"name": validate_name(name), **meta})
         return self.get("tokenizers", name)
 
-    def load_tokenizer(self, name: str):
+    def load_tokenizer(self, name: str) -> Tokenizer:
         """The saved `tokenizers.Tokenizer` of that name (JSON, never pickled)."""
-        from tokenizers import Tokenizer
-
         entry = self.get("tokenizers", name)
         return Tokenizer.from_file(str(entry.path / "tokenizer.json"))
 

@@ -24,6 +24,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
+if TYPE_CHECKING:  # bundle imports the family registry, which imports this module
+    from playground.bundle import Bundle
+
 if TYPE_CHECKING:  # annotations only: these modules import the query, which names this contract
     from playground.analysis.explain.per_input import InputAnalysis, InputSpec
     from playground.analysis.inputs import Prepared
@@ -160,7 +163,7 @@ class FamilyExplainer(ABC):
 
     # -- per input: Analyze tab and CLI ------------------------------------------------------
     @abstractmethod
-    def prepare(self, bundle: Any, spec: InputSpec, sample: AnalysisExample | None,
+    def prepare(self, bundle: Bundle, spec: InputSpec, sample: AnalysisExample | None,
                 device: str | torch.device) -> Prepared:
         """A Prepared query from a bundle, the raw input and a picked validation sample (or None)."""
 

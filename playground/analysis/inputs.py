@@ -19,12 +19,17 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.nn.functional as F
+from tokenizers import Tokenizer
 from torch import Tensor
 
 from playground.analysis.query import Query
 from playground.data.examples import AnalysisExample
 from playground.errors import DataError, PlaygroundError
 from playground.families import get_family
+from playground.generation.lm import start_ids
+from playground.generation.seq2seq import greedy_decode
+from playground.generation.text import encode_text, token_text
 
 PAD_TOKENS = ("<pad>", "[PAD]", "<|pad|>", "<PAD>")
 UNK_TOKENS = ("<unk>", "[UNK]", "<|unk|>", "<UNK>")
@@ -61,7 +66,7 @@ class Prepared:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-def _token_id(tokenizer: Any, names: tuple[str, ...]) -> int | None:
+def _token_id(tokenizer: Tokenizer | None, names: tuple[str, ...]) -> int | None:
     for tok in names:
         idx = tokenizer.token_to_id(tok) if tokenizer is not None else None
         if idx is not None:
@@ -69,7 +74,7 @@ def _token_id(tokenizer: Any, names: tuple[str, ...]) -> int | None:
     return None
 
 
-def special_id_set(tokenizer: Any) -> set[int]:
+def special_id_set(tokenizer: Tokenizer | None) -> set[int]:
     """Ids of the tokenizer's special tokens (added tokens marked special, plus the usual names)."""
     ids: set[int] = set()
     if tokenizer is None:
@@ -87,7 +92,7 @@ def special_id_set(tokenizer: Any) -> set[int]:
     return ids
 
 
-def baseline_id(tokenizer: Any, prefer: str = "pad") -> int:
+def baseline_id(tokenizer: Tokenizer | None, prefer: str = "pad") -> int:
     """The id IG and leave-one-out put in place of a token: pad, else unk, else an end token, else 0."""
     order = (PAD_TOKENS, UNK_TOKENS, END_TOKENS) if prefer == "pad" else (UNK_TOKENS, PAD_TOKENS, END_TOKENS)
     for names in order:
@@ -97,17 +102,13 @@ def baseline_id(tokenizer: Any, prefer: str = "pad") -> int:
     return 0
 
 
-def token_label(tokenizer: Any, idx: int) -> str:
+def token_label(tokenizer: Tokenizer | None, idx: int) -> str:
     """How one token reads on its own (specials kept)."""
-    from playground.generation.text import token_text
-
     return token_text(tokenizer, int(idx)) if tokenizer is not None else str(idx)
 
 
-def encode_input(tokenizer: Any, text: str, vocab_size: int, what: str = "input") -> list[int]:
+def encode_input(tokenizer: Tokenizer | None, text: str, vocab_size: int, what: str = "input") -> list[int]:
     """Token ids of typed text; special tokens typed literally (e.g. "<bos>") are kept as specials."""
-    from playground.generation.text import encode_text
-
     if tokenizer is None:
         raise DataError(f"This checkpoint has no tokenizer.json, so it cannot read a text {what}.")
     plain = text
@@ -125,7 +126,7 @@ def encode_input(tokenizer: Any, text: str, vocab_size: int, what: str = "input"
     return ids
 
 
-def _resolve_token(tokenizer: Any, target: int | str, vocab_size: int) -> int:
+def _resolve_token(tokenizer: Tokenizer, target: int | str, vocab_size: int) -> int:
     if isinstance(target, (int, np.integer)):
         idx = int(target)
     else:
@@ -153,7 +154,7 @@ def _resolve_token(tokenizer: Any, target: int | str, vocab_size: int) -> int:
 # GPT
 
 
-def prepare_lm(model: torch.nn.Module, tokenizer: Any, text: str, position: int | None = None,
+def prepare_lm(model: torch.nn.Module, tokenizer: Tokenizer | None, text: str, position: int | None = None,
                target: int | str | None = None, family: str = "gpt", device: str | torch.device = "cpu",
                ids: list[int] | None = None) -> Prepared:
     """A next-token query: ``position`` indexes the prompt's tokens (negative from the end; None = last).
@@ -168,8 +169,6 @@ def prepare_lm(model: torch.nn.Module, tokenizer: Any, text: str, position: int 
     else:
         ids = encode_input(tokenizer, text or "", cfg.vocab_size, what="input")
     if not ids:
-        from playground.generation.lm import start_ids
-
         ids = start_ids(tokenizer)
     n = len(ids)
     pos = n - 1 if position is None else int(position)
@@ -212,8 +211,6 @@ def prepare_lm(model: torch.nn.Module, tokenizer: Any, text: str, position: int 
 
 def to_image_tensor(image: Any, channels: int, size: int) -> Tensor:
     """An uploaded image (H×W or H×W×C array, uint8 or float; PIL image; [C,H,W] tensor) -> [C,size,size] in [0, 1]."""
-    import torch.nn.functional as F
-
     if isinstance(image, Tensor):
         t = image.detach().float().cpu()
         if t.dim() == 2:
@@ -290,7 +287,7 @@ def prepare_classifier(model: torch.nn.Module, image: Any, target: int | str | N
 # seq2seq
 
 
-def prepare_seq2seq(model: torch.nn.Module, tokenizer: Any, source: str, step: int | None = None,
+def prepare_seq2seq(model: torch.nn.Module, tokenizer: Tokenizer | None, source: str, step: int | None = None,
                     max_output: int | None = None, family: str = "transformer_seq2seq",
                     gold_alignment: list[tuple[int, int]] | None = None,
                     device: str | torch.device = "cpu", output_ids: list[int] | None = None) -> Prepared:
@@ -299,8 +296,6 @@ def prepare_seq2seq(model: torch.nn.Module, tokenizer: Any, source: str, step: i
     ``output_ids`` (e.g. a sampled or beam output handed over by the Generate tab) replaces the
     greedy output; rows are those tokens, plus EOS when they do not end with it.
     """
-    from playground.generation.seq2seq import greedy_decode
-
     cfg = model.config
     src_ids = encode_input(tokenizer, source or "", cfg.vocab_size, what="source sentence")
     if not src_ids:

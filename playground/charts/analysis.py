@@ -16,6 +16,7 @@ from typing import Any
 import altair as alt
 import numpy as np
 import pandas as pd
+from PIL import Image
 
 from playground.charts.layout import FULL, fit_width, panel_width
 
@@ -70,8 +71,6 @@ def token_strips_chart(frame: pd.DataFrame, row: int = 0, signed_methods: set[st
 
 def image_data_url(image: Any) -> str:
     """[C,H,W] tensor/array in [0, 1] -> a PNG data URL."""
-    from PIL import Image
-
     arr = np.asarray(image.detach().cpu() if hasattr(image, "detach") else image, dtype=np.float32)
     if arr.ndim == 3:
         arr = arr.transpose(1, 2, 0)
@@ -183,8 +182,6 @@ def head_frame(heads: Any) -> pd.DataFrame:
 def head_panel_images(frame: pd.DataFrame, cell: int = 6) -> pd.DataFrame:
     """One row per (layer, head) panel: its attention map as a grey PNG (white 0, black the
     largest weight over all panels), upscaled `cell` pixels per query/key, as a data URL."""
-    from PIL import Image
-
     n_q, n_k = int(frame["q"].max()) + 1, int(frame["k"].max()) + 1
     top = max(1e-6, float(frame["value"].max()))
     rows = []

@@ -13,6 +13,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from playground.analysis.experiments.jain_wallace import jw_reference_frame
 from playground.charts.layout import FULL, fit_width
 
 WIDTH, HEIGHT = 460, 240
@@ -256,8 +257,6 @@ def experiment_chart(result: Any) -> Any:
     kind = result.experiment
     frame = result.to_frame()
     if kind == "agreement":
-        from playground.analysis.experiments.jain_wallace import jw_reference_frame
-
         return agreement_chart(frame, jw_reference_frame())
     if kind == "permutation":
         return permutation_chart(frame)

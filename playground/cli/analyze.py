@@ -17,8 +17,22 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from playground.cli import analyze_experiment
+import numpy as np
+import pandas as pd
+from PIL import Image
+
+from playground.analysis.explain.per_input import (
+    DEFAULT_METHODS,
+    METHODS,
+    AnalysisOptions,
+    InputAnalysis,
+    InputSpec,
+    analyze_checkpoint,
+)
+from playground.bundle import load_bundle
+from playground.cli import analyze_experiment, workspace_from
 from playground.errors import PlaygroundError
+from playground.settings import resolve_device
 
 # reserved first word -> module with `configure(parser: argparse.ArgumentParser) -> None`
 # (adds its arguments and `parser.set_defaults(func=...)`)
@@ -45,8 +59,6 @@ def _extension_parser(word: str, module: ModuleType) -> argparse.ArgumentParser:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from playground.analysis.explain.per_input import DEFAULT_METHODS, METHODS
-
     parser = subparsers.add_parser(
         "analyze", help="explain one prediction: attention vs gradients vs leave-one-out",
         description="Explain one prediction of a checkpoint with attention, rollout, flow, gradients, IG and "
@@ -87,23 +99,19 @@ def parse_methods(text: str) -> tuple[str, ...]:
     return tuple(m.strip() for m in text.split(",") if m.strip())
 
 
-def _read_image(path: str) -> Any:
-    from PIL import Image
-
+def _read_image(path: str) -> np.ndarray:
     p = Path(path)
     if not p.is_file():
         raise PlaygroundError(f"No image file at {path!r}.")
     try:
         with Image.open(p) as im:
-            return __import__("numpy").asarray(im.convert("RGB"))
+            return np.asarray(im.convert("RGB"))
     except OSError as exc:
         raise PlaygroundError(f"Cannot read {p.name!r} as an image ({exc}); give a PNG or JPEG.") from exc
 
 
-def format_report(result: Any) -> str:
+def format_report(result: InputAnalysis) -> str:
     """The text the CLI prints: summary, importances per unit, agreement table, IG delta, notes."""
-    import pandas as pd
-
     p = result.prepared
     suffix, extra = p.query.explainer.report_lines(p)
     lines = [f"{p.family} · target {p.target_label!r} (id {p.target_id}) · predicted {p.predicted_label!r}{suffix}",
@@ -136,7 +144,7 @@ def format_report(result: Any) -> str:
     return "\n".join(lines)
 
 
-def write_output(result: Any, out: str | Path) -> list[Path]:
+def write_output(result: InputAnalysis, out: str | Path) -> list[Path]:
     """Write the result as JSON (everything) or CSV (+ agreement CSV); returns the files written."""
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -152,11 +160,6 @@ def write_output(result: Any, out: str | Path) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from playground.analysis.explain.per_input import AnalysisOptions, InputSpec, analyze_checkpoint
-    from playground.bundle import load_bundle
-    from playground.cli import workspace_from
-    from playground.settings import resolve_device
-
     device = resolve_device(args.device)
     bundle = load_bundle(args.checkpoint, workspace_from(args), device=device)
     target: Any = args.target

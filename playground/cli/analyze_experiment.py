@@ -20,15 +20,29 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
+from playground.analysis.experiments import jain_wallace as jw
+from playground.analysis.experiments.core import ExperimentResult
+from playground.analysis.experiments.runner import (
+    EXPERIMENTS,
+    ExperimentOptions,
+    iter_experiment,
+    iter_retrain_uniform,
+    parse_heads,
+    parse_ints,
+)
+from playground.analysis.experiments.summary import summarize
+from playground.bundle import load_bundle
+from playground.cli import workspace_from
 from playground.errors import PlaygroundError
+from playground.settings import resolve_device
 
 ACTIONS = ("retrain-uniform", "bench")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the experiment arguments to ``parser`` (the `analyze experiment` parser)."""
-    from playground.analysis.experiments.runner import EXPERIMENTS
-
     names = [*EXPERIMENTS, *ACTIONS]
     parser.description = "Dataset-level attention experiments: " + "; ".join(f"{k}: {v}" for k, v in EXPERIMENTS.items())
     parser.add_argument("name", choices=names, metavar="NAME", help=f"one of {', '.join(names)}")
@@ -76,6 +90,7 @@ def register_bench(targets: argparse._SubParsersAction) -> None:
 
 def run_bench(args: argparse.Namespace) -> int:
     """Print the permutation (and adversarial) speed figures."""
+    # function-level: playground.bench.experiments imports this module (cycle)
     from playground.bench.experiments import bench_adversarial, bench_permutation, format_bench
 
     figures = bench_permutation(args.n or 200, args.n_perm, args.threads, args.peer_n, args.seed)
@@ -91,11 +106,7 @@ def _split(text: str | None) -> tuple[str, ...] | None:
     return tuple(t.strip() for t in text.split(",") if t.strip())
 
 
-def options_from(args: argparse.Namespace) -> Any:
-    from playground.analysis.experiments import jain_wallace as jw
-    from playground.analysis.experiments.runner import ExperimentOptions, parse_heads, parse_ints
-    from playground.settings import resolve_device
-
+def options_from(args: argparse.Namespace) -> ExperimentOptions:
     return ExperimentOptions(
         n=args.n or 50, seed=args.seed, module=args.module, heads=parse_heads(args.heads), n_perm=args.n_perm, k=args.k,
         epsilon=args.epsilon, steps=args.steps, views=_split(args.views) or jw.DEFAULT_VIEWS,
@@ -138,12 +149,8 @@ def _drive(gen: Any, printer: _Printer) -> Any:
         return partial
 
 
-def format_result(result: Any) -> str:
+def format_result(result: ExperimentResult) -> str:
     """What the CLI prints: the plain-language summary and the aggregate numbers."""
-    import pandas as pd
-
-    from playground.analysis.experiments.summary import summarize
-
     lines = [summarize(result).to_text(), ""]
     st = result.stats()
     table = None
@@ -163,10 +170,6 @@ def format_result(result: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from playground.analysis.experiments.runner import iter_experiment, iter_retrain_uniform
-    from playground.bundle import load_bundle
-    from playground.cli import workspace_from
-
     printer = _Printer(args.quiet)
     if args.name == "bench":
         return run_bench(args)

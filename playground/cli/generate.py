@@ -11,8 +11,14 @@ import argparse
 import json
 import sys
 
+from playground.bundle import Bundle, load_bundle
 from playground.cli import workspace_from
 from playground.errors import ConfigError
+from playground.generation.api import GenerateRequest, generator_of, stream
+from playground.generation.events import Done, StepEvent
+from playground.generation.family import FamilyGenerator
+from playground.generation.filters import SamplingConfig
+from playground.settings import resolve_device
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -44,12 +50,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from playground.bundle import load_bundle
-    from playground.generation.api import GenerateRequest, generator_of, stream
-    from playground.generation.events import Done, StepEvent
-    from playground.generation.filters import SamplingConfig
-    from playground.settings import resolve_device
-
     bundle = load_bundle(args.checkpoint, workspace_from(args), device=resolve_device(args.device))
     generator = generator_of(bundle)
     if generator.controls.reads_image:
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _classify(bundle, generator, args: argparse.Namespace) -> int:
+def _classify(bundle: Bundle, generator: FamilyGenerator, args: argparse.Namespace) -> int:
     """Print the class probabilities of --image (a table, or JSON)."""
     if args.prompt is not None and args.image is None:
         generator.classify(bundle, args.prompt)  # raises the clear "give an image" error
@@ -111,7 +111,7 @@ def _classify(bundle, generator, args: argparse.Namespace) -> int:
     return 0
 
 
-def _as_json(done) -> dict:
+def _as_json(done: Done) -> dict:
     samples = []
     for s in done.samples:
         item = {"prompt": s.prompt, "text": s.text, "stop_reason": s.stop_reason, "ids": s.ids,

@@ -3,12 +3,29 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+
+import pandas as pd
 
 from playground.cli import workspace_from
+from playground.data.corpora import load_corpora, read_text_file
+from playground.data.policy import data_policy
+from playground.errors import PlaygroundError
 from playground.settings import make_settings
+from playground.tokenization import stats, store
 from playground.tokenization.bpe import (
-    DEFAULT_SPECIALS, FALLBACKS, KINDS, NORMALIZERS, PRE_TOKENIZERS, BuildProgress, TokenizerOptions,
+    DEFAULT_SPECIALS,
+    FALLBACKS,
+    KINDS,
+    NORMALIZERS,
+    PRE_TOKENIZERS,
+    BuildProgress,
+    TokenizerOptions,
 )
+from playground.tokenization.stats import iter_vocab_sweep
+from playground.tokenization.vocab import TokenizerInfo, merges_table, readable, vocabulary_table
+from playground.tokenization.walk import walk, walk_table
+from playground.workspace import validate_name
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -86,17 +103,10 @@ def _printer(quiet: bool = False):
 
 
 def run_train(args: argparse.Namespace) -> int:
-    from playground.data.corpora import load_corpora
-    from playground.data.policy import data_policy
-    from playground.tokenization import store
-    from playground.workspace import validate_name
-
     ws = workspace_from(args)
     settings = make_settings(ws.root, demo=args.demo)
     name = validate_name(args.name)
     if ws.exists("tokenizers", name) and not args.overwrite:
-        from playground.errors import PlaygroundError
-
         raise PlaygroundError(f"A tokenizer named {name!r} already exists; choose another --name or add --overwrite.")
     corpus = load_corpora(args.corpus, ws, settings.caps, policy=data_policy(settings, ws))  # paths allowed
     print(f"corpus: {corpus.description}", file=sys.stderr)
@@ -109,9 +119,6 @@ def run_train(args: argparse.Namespace) -> int:
 
 
 def run_encode(args: argparse.Namespace) -> int:
-    from playground.tokenization import stats, store
-    from playground.tokenization.vocab import TokenizerInfo, readable
-
     loaded = store.load(workspace_from(args), args.name)
     enc = stats.encode(loaded.tokenizer, args.text)
     info = TokenizerInfo.from_tokenizer(loaded.tokenizer)
@@ -122,11 +129,6 @@ def run_encode(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    import pandas as pd
-
-    from playground.tokenization import store
-    from playground.tokenization.vocab import TokenizerInfo, merges_table, vocabulary_table
-
     loaded = store.load(workspace_from(args), args.name)
     info = TokenizerInfo.from_tokenizer(loaded.tokenizer)
     print(store.summary_markdown(loaded).replace("**", "").replace("  \n", "\n"))
@@ -141,10 +143,6 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_walk(args: argparse.Namespace) -> int:
-    from playground.tokenization import store
-    from playground.tokenization.vocab import TokenizerInfo, readable
-    from playground.tokenization.walk import walk, walk_table
-
     loaded = store.load(workspace_from(args), args.name)
     info = TokenizerInfo.from_tokenizer(loaded.tokenizer)
     result = walk(loaded.tokenizer, args.text, info)
@@ -154,11 +152,6 @@ def run_walk(args: argparse.Namespace) -> int:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from playground.data.corpora import read_text_file
-    from playground.tokenization import stats, store
-
     ws = workspace_from(args)
     text = read_text_file(Path(args.text[1:])) if args.text.startswith("@") else args.text
     a, b = store.load(ws, args.name_a), store.load(ws, args.name_b)
@@ -170,10 +163,6 @@ def run_compare(args: argparse.Namespace) -> int:
 
 
 def run_sweep(args: argparse.Namespace) -> int:
-    from playground.data.corpora import load_corpora
-    from playground.data.policy import data_policy
-    from playground.tokenization.stats import iter_vocab_sweep
-
     ws = workspace_from(args)
     settings = make_settings(ws.root, demo=args.demo)
     corpus = load_corpora(args.corpus, ws, settings.caps, policy=data_policy(settings, ws))  # paths allowed

@@ -8,13 +8,18 @@ writes checkpoints.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import threading
 
+import torch
+import torch.distributed as tdist
+
 from playground.cli import workspace_from
-from playground.config import list_presets
+from playground.config import list_presets, load_preset
 from playground.errors import ConfigError
 from playground.settings import DEVICE_CHOICES
+from playground.training.engine import DistInfo, train
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -86,8 +91,6 @@ def final_line(ev) -> str:
 
 def _stop_on_sigint(stop: threading.Event):
     """First Ctrl-C: stop at the next step and save; a second one interrupts at once."""
-    import signal
-
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
     previous = signal.getsignal(signal.SIGINT)
@@ -104,18 +107,11 @@ def _stop_on_sigint(stop: threading.Event):
 
 
 def run(args: argparse.Namespace) -> int:
-    import torch
-
-    from playground.config import load_preset
-    from playground.training.engine import DistInfo, train
-
     if not args.preset and not args.resume:
         raise ConfigError("Give a preset to train (e.g. `python -m playground train nanogpt-cpu-tiny`) or --resume NAME.")
     workspace = workspace_from(args)
     dist = DistInfo.from_env()
     if dist.distributed:  # torchrun, one process or several
-        import torch.distributed as tdist
-
         backend = "nccl" if torch.cuda.is_available() and args.device in ("auto", "cuda") else "gloo"
         tdist.init_process_group(backend=backend)
     try:
@@ -147,8 +143,6 @@ def run(args: argparse.Namespace) -> int:
         if "restore" in locals():
             restore()
         if dist.distributed:
-            import torch.distributed as tdist
-
             if tdist.is_initialized():
                 tdist.destroy_process_group()
         sys.stdout.flush()

@@ -33,10 +33,11 @@ import urllib.request
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from pydoc_data.topics import topics
 
 from playground.data.policy import DataPolicy, default_policy
 from playground.errors import DataError, NotFoundError, OfflineError
-from playground.settings import DemoCaps, FULL_CAPS
+from playground.settings import FULL_CAPS, DemoCaps
 
 TINYSHAKESPEARE_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
 TINYSHAKESPEARE_SHIPPED = Path(__file__).with_name("texts") / "tinyshakespeare.txt.gz"
@@ -124,8 +125,6 @@ def download_to_cache(url: str, dest: Path, fetch: Callable[[str], bytes] | None
 
 def python_docs_text() -> str:
     """Python's built-in help topics (`pydoc_data.topics`), sorted by topic name."""
-    from pydoc_data.topics import topics
-
     return "\n\n".join(topics[key].strip("\n") for key in sorted(topics)) + "\n"
 
 

@@ -10,10 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tokenizers import Tokenizer
 from torch import Generator, Tensor
 
 from playground.data.policy import DataPolicy
 from playground.workspace import Workspace
+
+if TYPE_CHECKING:  # bundle imports the family registry, which imports this module
+    from playground.bundle import Bundle
 
 if TYPE_CHECKING:  # types only: the experiments' held-out set is built by the analysis package
     from playground.analysis.experiments.data import HeldOut
@@ -55,7 +59,7 @@ class FamilyExamples:
         training), or [] when the data cannot be rebuilt from it."""
         raise NotImplementedError
 
-    def held_out(self, bundle: Any, prepared: Any, tokenizer: Any, n: int, gen: Generator) -> HeldOut:
+    def held_out(self, bundle: Bundle, prepared: Any, tokenizer: Tokenizer | None, n: int, gen: Generator) -> HeldOut:
         """`n` one-example queries drawn with `gen` from the trainer's prepared data `prepared`
         (training.adapters.Prepared) for the model of `bundle`."""
         raise NotImplementedError

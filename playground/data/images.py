@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import io
 import os
 import zipfile
@@ -12,6 +13,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 import torch
+from PIL import Image, UnidentifiedImageError
 
 from playground.data.policy import zip_member_parts
 from playground.data.shapes import DEFAULT_SHAPES, make_shapes
@@ -28,7 +30,7 @@ _MAX_PIXELS = 40_000_000  # per image, checked from the header before decoding
 
 def load_digits() -> ImageSet:
     """scikit-learn's bundled 8x8 handwritten digits (1797 images, 1 channel, no download)."""
-    from sklearn.datasets import load_digits as _sk_load_digits
+    from sklearn.datasets import load_digits as _sk_load_digits  # function-level: scikit-learn adds ~1 s to the app's start
 
     bunch = _sk_load_digits()
     images = torch.from_numpy((bunch.images / 16.0).astype(np.float32)).unsqueeze(1)  # [N, 1, 8, 8]
@@ -50,10 +52,6 @@ def load_image_zip(path: str | os.PathLike, image_size: int = 32, max_files: int
     extracted), converted to RGB and resized to ``image_size`` x ``image_size``; class names are
     the folder names, sorted.
     """
-    try:
-        from PIL import Image, UnidentifiedImageError
-    except ImportError:  # pragma: no cover - pillow ships with gradio
-        raise DataError("reading image zips needs Pillow: pip install pillow") from None
     if image_size < 4 or image_size > 512:
         raise ConfigError(f"image_size must be between 4 and 512, got {image_size}")
     path = Path(path)
@@ -180,8 +178,6 @@ IMAGE_SETS: dict[str, ImageSetSpec] = {
 
 def load_image_set(name: str, n: int | None, seed: int, **opts) -> ImageSet:
     """Load the image set ``name``: n images (None: all / 2000 for shapes), seeded."""
-    import inspect
-
     if name not in IMAGE_SETS:
         raise ConfigError(f"unknown image set {name!r}; choose one of: {', '.join(IMAGE_SETS)}")
     make = IMAGE_SETS[name].make

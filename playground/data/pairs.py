@@ -15,11 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from tokenizers import Tokenizer
+
 from playground.data.dates import make_dates
 from playground.data.synthetic import make_copy, make_reverse, make_sort
 from playground.data.toy_translation import make_toy_translation
 from playground.data.types import PairExample
 from playground.errors import ConfigError, DataError, NotFoundError
+from playground.tokenization.simple import build_char_tokenizer, build_word_tokenizer
 
 __all__ = ["PairExample", "PairSetSpec", "PAIR_SETS", "load_pair_set", "pair_set_unit", "load_tsv",
            "pair_tokenizer", "make_dates", "make_toy_translation", "make_copy", "make_reverse",
@@ -143,13 +146,8 @@ def load_pair_set(name: str, n: int | None, seed: int, **opts) -> list[PairExamp
 
 
 def pair_tokenizer(examples: Sequence[PairExample], unit: str,
-                   special_tokens: list[str] | None = None):
+                   special_tokens: list[str] | None = None) -> Tokenizer:
     """A char or word tokenizer over sources and targets (one shared vocabulary)."""
-    from playground.tokenization.simple import (
-        build_char_tokenizer,
-        build_word_tokenizer,
-    )
-
     texts = [t for ex in examples for t in (ex.src, ex.tgt)]
     if unit == "char":
         return build_char_tokenizer(texts, special_tokens)

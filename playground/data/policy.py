@@ -21,6 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from playground.errors import DataError, NotFoundError
+from playground.workspace import Workspace
 
 UPLOAD_PREFIX = "upload:"
 UPLOADS_FOLDER = "uploads"
@@ -127,7 +128,7 @@ class DataPolicy:
         return UPLOAD_PREFIX + name
 
 
-def data_policy(settings: Any, workspace: Any = None) -> DataPolicy:
+def data_policy(settings: Any, workspace: Workspace | None = None) -> DataPolicy:
     """The policy for these settings (``user_paths``, upload cap) and this user's workspace."""
     caps = getattr(settings, "caps", None)
     mb = getattr(caps, "max_upload_mb", None)
@@ -136,13 +137,13 @@ def data_policy(settings: Any, workspace: Any = None) -> DataPolicy:
                       max_upload_bytes=int(mb * 1_000_000) if mb else None)
 
 
-def uploads_dir(workspace: Any) -> Path | None:
+def uploads_dir(workspace: Workspace | None) -> Path | None:
     """The user's upload folder inside `workspace` (None without a workspace)."""
     root = getattr(workspace, "root", None)
     return Path(root) / UPLOADS_FOLDER if root is not None else None
 
 
-def default_policy(policy: DataPolicy | None, workspace: Any = None) -> DataPolicy:
+def default_policy(policy: DataPolicy | None, workspace: Workspace | None = None) -> DataPolicy:
     """`policy`, or the rule that goes with `workspace`: a user's space in the app (`names_only`)
     never opens a path (an experiment rebuilding an instructor's bundle trained from a CLI path
     included); the command line's workspace may. Either way `workspace`'s upload folder."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import torch
+from tokenizers import Tokenizer
 
 from playground.errors import ConfigError, DataError, PlaygroundError
 from playground.generation.events import Done, StepEvent
@@ -24,8 +25,10 @@ from playground.generation.family import NOTHING_PICKED, FamilyGenerator
 from playground.generation.filters import SamplingConfig, filter_stages
 from playground.generation.text import encode_text, token_text
 from playground.generation.vision import Classification
+from playground.limits import check_count, check_seed, check_text
 
-if TYPE_CHECKING:  # the registry imports this package (see _family)
+if TYPE_CHECKING:  # the registry imports this package (see _family); bundle imports the registry
+    from playground.bundle import Bundle
     from playground.families.base import Family
 
 
@@ -59,8 +62,6 @@ class GenerateRequest:
 
 def check_request_sizes(request: GenerateRequest, caps: Any = None) -> None:
     """TooBigError unless the prompt, new tokens, samples, beams and seed fit `caps` (default FULL_CAPS)."""
-    from playground.limits import check_count, check_seed, check_text
-
     check_text(request.prompt, "max_prompt_chars", caps, "The prompt")
     check_count(request.max_new_tokens, "max_new_tokens", caps, "Max new tokens", 1)
     check_count(request.num_samples, "max_batch_size", caps, "Number of samples", 1)
@@ -77,28 +78,28 @@ def _family(name: str) -> Family:
     return get_family(name)
 
 
-def generator_of(bundle: Any) -> FamilyGenerator:
+def generator_of(bundle: Bundle) -> FamilyGenerator:
     """What "generate" means for the bundle's family (its :class:`FamilyGenerator`)."""
     return _family(bundle.family).generator
 
 
-def _vocab(bundle: Any) -> int:
+def _vocab(bundle: Bundle) -> int:
     return int(bundle.model_config.vocab_size)
 
 
-def prompt_ids(bundle: Any, prompt: str) -> list[int]:
+def prompt_ids(bundle: Bundle, prompt: str) -> list[int]:
     """Checked token ids of a GPT prompt (DataError naming characters outside the vocabulary)."""
     return encode_text(bundle.tokenizer, prompt, _vocab(bundle), what="prompt") if prompt else []
 
 
-def source_ids(bundle: Any, source: str) -> list[int]:
+def source_ids(bundle: Bundle, source: str) -> list[int]:
     """Checked token ids of a seq2seq source (tokens only, no specials, as in training)."""
     if not source or not source.strip():
         raise DataError("The source is empty; type a source sequence to translate.")
     return encode_text(bundle.tokenizer, source, _vocab(bundle), what="source")
 
 
-def stream(bundle: Any, request: GenerateRequest) -> Iterator[StepEvent | Done]:
+def stream(bundle: Bundle, request: GenerateRequest) -> Iterator[StepEvent | Done]:
     """Stream generation from a text checkpoint: StepEvents as tokens come, then one Done."""
     generator = generator_of(bundle)
     generator.check_input(bundle, request.image)
@@ -108,7 +109,7 @@ def stream(bundle: Any, request: GenerateRequest) -> Iterator[StepEvent | Done]:
     yield from generator.stream(bundle, request)
 
 
-def generate(bundle: Any, request: GenerateRequest) -> Done:
+def generate(bundle: Bundle, request: GenerateRequest) -> Done:
     """Run `stream` to the end and return its Done."""
     done = None
     for event in stream(bundle, request):
@@ -118,12 +119,12 @@ def generate(bundle: Any, request: GenerateRequest) -> Done:
     return done
 
 
-def classify_image(bundle: Any, image: Any, invert: bool = False) -> Classification:
+def classify_image(bundle: Bundle, image: Any, invert: bool = False) -> Classification:
     """Class probabilities of one image for a ViT checkpoint (clear error for text models/input)."""
     return generator_of(bundle).classify(bundle, image, invert=invert)
 
 
-def next_token_logits(bundle: Any, prompt: str, target_prefix: Sequence[int] | None = None) -> torch.Tensor:
+def next_token_logits(bundle: Bundle, prompt: str, target_prefix: Sequence[int] | None = None) -> torch.Tensor:
     """Raw next-token logits [V] after `prompt` (GPT) or after source `prompt` and the target
     tokens `target_prefix` (seq2seq)."""
     generator = generator_of(bundle)
@@ -141,7 +142,7 @@ STAGE_LABELS = {
 }
 
 
-def distribution_table(logits: torch.Tensor, sampling: SamplingConfig, tokenizer: Any = None, top: int = 30) -> pd.DataFrame:
+def distribution_table(logits: torch.Tensor, sampling: SamplingConfig, tokenizer: Tokenizer | None = None, top: int = 30) -> pd.DataFrame:
     """Long table of the `top` most likely tokens: token, rank, stage, probability, kept.
 
     Stages: the model's distribution, then after temperature, top-k, top-p, min-p (the
@@ -160,7 +161,7 @@ def distribution_table(logits: torch.Tensor, sampling: SamplingConfig, tokenizer
     return pd.DataFrame(rows)
 
 
-def next_token_table(bundle: Any, prompt: str, sampling: SamplingConfig, top: int = 30,
+def next_token_table(bundle: Bundle, prompt: str, sampling: SamplingConfig, top: int = 30,
                      target_prefix: Sequence[int] | None = None) -> pd.DataFrame:
     """`distribution_table` for the next token after `prompt` on a checkpoint."""
     return distribution_table(next_token_logits(bundle, prompt, target_prefix), sampling, bundle.tokenizer, top)
@@ -172,7 +173,7 @@ def _display(text: str) -> str:
 
 
 def explain_target(checkpoint: str, family: str, done: Done, sample: int, index: int,
-                   tokenizer: Any = None) -> dict[str, Any]:
+                   tokenizer: Tokenizer | None = None) -> dict[str, Any]:
     """What the Analyze tab needs to explain generated token `index` of `sample` of a run of a
     `family` checkpoint: checkpoint, kind, input, target_position, target_token and ids
     (see the family generator's `explain_target`)."""
@@ -180,7 +181,7 @@ def explain_target(checkpoint: str, family: str, done: Done, sample: int, index:
     return {"checkpoint": checkpoint, "kind": spec.kind, **spec.generator.explain_target(done, sample, index, tokenizer)}
 
 
-def explain_pick(state: dict[str, Any], picked: str | None, tokenizer: Any = None) -> dict[str, Any]:
+def explain_pick(state: dict[str, Any], picked: str | None, tokenizer: Tokenizer | None = None) -> dict[str, Any]:
     """The Analyze hand-off for `picked` (a token "sample:index" or a class "c:k") of the Generate
     tab's last result `state` ({"checkpoint", "family", ...}); PlaygroundError when nothing is picked."""
     if not state:

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from tokenizers import Tokenizer
 from torch import Tensor, nn
 
 from playground.errors import TooBigError
@@ -411,7 +412,7 @@ def batchable(model: nn.Module) -> bool:
     return bool(getattr(model, "rows_batchable", False))
 
 
-def stream_batched(model: nn.Module, tokenizer: Any, prompt_ids: Sequence[int], *,
+def stream_batched(model: nn.Module, tokenizer: Tokenizer | None, prompt_ids: Sequence[int], *,
                    batcher: GPTBatcher | None = None, **kwargs: Any) -> Iterator[StepEvent | Done]:
     """`stream_lm`, with the forward passes shared with every other caller of the same model.
 

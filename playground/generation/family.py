@@ -11,13 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from tokenizers import Tokenizer
 from torch import Tensor
 
 from playground.errors import DataError, PlaygroundError
 from playground.generation.events import Done, SampleResult, StepEvent
 from playground.generation.vision import Classification
+
+if TYPE_CHECKING:  # bundle imports the family registry, which imports this module; api imports this module
+    from playground.bundle import Bundle
+    from playground.generation.api import GenerateRequest
 
 NOTHING_PICKED = "Generate something, then pick a token to explain."
 
@@ -79,7 +84,7 @@ class FamilyGenerator:
 
     # -- input --------------------------------------------------------------------------
 
-    def check_input(self, bundle: Any, image: Any) -> None:
+    def check_input(self, bundle: Bundle, image: Any) -> None:
         """DataError when the input is of the wrong type (an image handed to a text model, ...)."""
         if image is not None:
             raise DataError(
@@ -89,11 +94,11 @@ class FamilyGenerator:
 
     # -- a run --------------------------------------------------------------------------
 
-    def stream(self, bundle: Any, request: Any) -> Iterator[StepEvent | Done]:
+    def stream(self, bundle: Bundle, request: GenerateRequest) -> Iterator[StepEvent | Done]:
         """StepEvents as tokens come, then one Done (the request is already checked)."""
         raise NotImplementedError
 
-    def classify(self, bundle: Any, image: Any, invert: bool = False) -> Classification:
+    def classify(self, bundle: Bundle, image: Any, invert: bool = False) -> Classification:
         """Class probabilities of one image."""
         raise DataError(f"{bundle.name!r} is a {self.what}: it reads text, not images. "
                         "Pick a ViT checkpoint to classify an image.")
@@ -118,7 +123,7 @@ class FamilyGenerator:
 
     # -- why this token ------------------------------------------------------------------
 
-    def next_token_logits(self, bundle: Any, prompt: str, target_prefix: Sequence[int] | None = None) -> Tensor:
+    def next_token_logits(self, bundle: Bundle, prompt: str, target_prefix: Sequence[int] | None = None) -> Tensor:
         """Raw next-token logits [V] after `prompt` (and, for seq2seq, the target tokens `target_prefix`)."""
         raise NotImplementedError
 
@@ -128,12 +133,12 @@ class FamilyGenerator:
 
     # -- the hand-off to Analyze -----------------------------------------------------------
 
-    def explain_target(self, done: Done, sample: int, index: int, tokenizer: Any = None) -> dict[str, Any]:
+    def explain_target(self, done: Done, sample: int, index: int, tokenizer: Tokenizer | None = None) -> dict[str, Any]:
         """What the Analyze tab needs to explain generated token `index` of `sample`: input,
         target_position, target_token and ids (checkpoint and kind are added by the caller)."""
         raise NotImplementedError
 
-    def handoff(self, state: dict[str, Any], picked: str | None, tokenizer: Any = None) -> dict[str, Any]:
+    def handoff(self, state: dict[str, Any], picked: str | None, tokenizer: Tokenizer | None = None) -> dict[str, Any]:
         """The Analyze hand-off for the pick `picked` of the tab's last result `state` (plain data:
         "done" for a text run). PlaygroundError when nothing explainable is picked."""
         sel = token_pick(picked)

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
+from tokenizers import Tokenizer
 from torch import Tensor, nn
 
 from playground.errors import ConfigError, DataError
@@ -40,7 +41,7 @@ def next_window_start(start: int, n: int, block_size: int) -> int:
     return start
 
 
-def start_ids(tokenizer: Any) -> list[int]:
+def start_ids(tokenizer: Tokenizer | None) -> list[int]:
     """A one-token context for an empty prompt: an end/begin-of-text token, else newline or space."""
     if tokenizer is not None:
         for tok in START_TOKENS:
@@ -130,7 +131,7 @@ class LMRun:
     def __init__(
         self,
         model: nn.Module,
-        tokenizer: Any,
+        tokenizer: Tokenizer | None,
         prompt_ids: Sequence[int],
         *,
         max_new_tokens: int = 200,
@@ -263,7 +264,7 @@ class LMRun:
 
 def stream_lm(
     model: nn.Module,
-    tokenizer: Any,
+    tokenizer: Tokenizer | None,
     prompt_ids: Sequence[int],
     **kwargs: Any,
 ) -> Iterator[StepEvent | Done]:
@@ -302,7 +303,7 @@ def run_alone(model: nn.Module, run: LMRun) -> Iterator[StepEvent | Done]:
     yield run.done()
 
 
-def generate_lm(model: nn.Module, tokenizer: Any, prompt_ids: Sequence[int], **kwargs: Any) -> Done:
+def generate_lm(model: nn.Module, tokenizer: Tokenizer | None, prompt_ids: Sequence[int], **kwargs: Any) -> Done:
     """Run `stream_lm` to the end and return its Done."""
     done = None
     for event in stream_lm(model, tokenizer, prompt_ids, **kwargs):

@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from playground.bundle import Bundle
 from playground.data.examples import Example
 from playground.data.policy import DataPolicy, uploads_dir
 from playground.errors import PlaygroundError
@@ -25,7 +26,7 @@ from playground.workspace import Workspace
 _lock = threading.Lock()
 
 
-def validation_samples(bundle: Any, workspace: Any = None, n: int = 20) -> list[Example]:
+def validation_samples(bundle: Bundle, workspace: Workspace | None = None, n: int = 20) -> list[Example]:
     """Up to `n` validation examples of the bundle's data (its family's `examples`), or [] when
     not cheaply available.
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from tokenizers import Tokenizer
 from torch import Tensor, nn
 
 from playground.errors import ConfigError, DataError
@@ -73,7 +74,7 @@ def greedy_decode(model: nn.Module, src: Tensor, bos_id: int, eos_id: int, max_l
     return result
 
 
-def _alternatives(tokenizer: Any, probs: list[float], ids: list[int], cache: dict[int, str]) -> list[tuple[int, str, float]]:
+def _alternatives(tokenizer: Tokenizer | None, probs: list[float], ids: list[int], cache: dict[int, str]) -> list[tuple[int, str, float]]:
     out = []
     for j, p in zip(ids, probs):
         txt = cache.get(j)
@@ -83,17 +84,17 @@ def _alternatives(tokenizer: Any, probs: list[float], ids: list[int], cache: dic
     return out
 
 
-def _source_tokens(tokenizer: Any, src_ids: Sequence[int]) -> list[str]:
+def _source_tokens(tokenizer: Tokenizer | None, src_ids: Sequence[int]) -> list[str]:
     return [token_text(tokenizer, i) if tokenizer is not None else str(i) for i in src_ids]
 
 
-def _decode_text(tokenizer: Any, ids: list[int]) -> str:
+def _decode_text(tokenizer: Tokenizer | None, ids: list[int]) -> str:
     return tokenizer.decode(ids, skip_special_tokens=True) if tokenizer is not None else " ".join(map(str, ids))
 
 
 def stream_greedy(
     model: nn.Module,
-    tokenizer: Any,
+    tokenizer: Tokenizer | None,
     src_ids: Sequence[int],
     *,
     max_new_tokens: int = 100,
@@ -143,7 +144,7 @@ def stream_greedy(
     yield Done([result], None, len(events), time.perf_counter() - started, {"decoder": "greedy"})
 
 
-def _result(tokenizer: Any, src_ids: Sequence[int], source_text: str | None, ids: list[int], reason: str,
+def _result(tokenizer: Tokenizer | None, src_ids: Sequence[int], source_text: str | None, ids: list[int], reason: str,
             events: list[StepEvent], rows: list[np.ndarray], score: float) -> SampleResult:
     S = len(src_ids)
     alignment = np.stack(rows) if rows else np.zeros((0, S), dtype=np.float32)  # [T,S]
@@ -165,7 +166,7 @@ class _Hyp:
 
 def beam_search(
     model: nn.Module,
-    tokenizer: Any,
+    tokenizer: Tokenizer | None,
     src_ids: Sequence[int],
     *,
     beam_width: int = 4,
@@ -273,7 +274,7 @@ def _extend(h: _Hyp, tok: int, row: np.ndarray, beam: int, alt_pl: list | None,
     return _Hyp(h.tokens + [tok], h.rows + [row], h.probs + [p], h.alts + [alts])
 
 
-def stream_beam(model: nn.Module, tokenizer: Any, src_ids: Sequence[int], **kwargs: Any) -> Iterator[StepEvent | Done]:
+def stream_beam(model: nn.Module, tokenizer: Tokenizer | None, src_ids: Sequence[int], **kwargs: Any) -> Iterator[StepEvent | Done]:
     """Beam search as a stream: the best hypothesis's events once the search is over, then Done."""
     done = beam_search(model, tokenizer, src_ids, **kwargs)
     yield from done.samples[0].events

@@ -1,7 +1,9 @@
 """Text in and out of a bundle's `tokenizers.Tokenizer`: checked encoding and streaming decoding."""
 from __future__ import annotations
 
-from typing import Any
+import json
+
+from tokenizers import Tokenizer
 
 from playground.errors import DataError
 from playground.tokenization.simple import unknown_chars
@@ -10,7 +12,7 @@ UNK_TOKENS = ("<unk>", "[UNK]", "<|unk|>", "<UNK>")
 REPLACEMENT = "\ufffd"
 
 
-def _unk_id(tokenizer: Any) -> int | None:
+def _unk_id(tokenizer: Tokenizer) -> int | None:
     for tok in UNK_TOKENS:
         idx = tokenizer.token_to_id(tok)
         if idx is not None:
@@ -18,11 +20,9 @@ def _unk_id(tokenizer: Any) -> int | None:
     return None
 
 
-def _is_char_level(tokenizer: Any) -> bool:
+def _is_char_level(tokenizer: Tokenizer) -> bool:
     """A WordLevel vocabulary whose ordinary entries are single characters."""
     try:
-        import json
-
         model = json.loads(tokenizer.to_str()).get("model", {})
     except Exception:  # noqa: BLE001 - an exotic tokenizer: treat as not char-level
         return False
@@ -33,7 +33,7 @@ def _is_char_level(tokenizer: Any) -> bool:
     return singles >= max(1, len(vocab) - 16)
 
 
-def unknown_units(tokenizer: Any, text: str) -> list[str]:
+def unknown_units(tokenizer: Tokenizer, text: str) -> list[str]:
     """Distinct characters (char-level vocabularies) or pieces of `text` the tokenizer maps to
     its unknown token or cannot encode at all, in first-seen order."""
     if _is_char_level(tokenizer):
@@ -50,7 +50,7 @@ def unknown_units(tokenizer: Any, text: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def encode_text(tokenizer: Any, text: str, vocab_size: int | None = None, what: str = "prompt") -> list[int]:
+def encode_text(tokenizer: Tokenizer | None, text: str, vocab_size: int | None = None, what: str = "prompt") -> list[int]:
     """Token ids of `text`; DataError naming the characters (or pieces) outside the vocabulary."""
     if tokenizer is None:
         raise DataError(f"This checkpoint has no tokenizer.json, so it cannot read a text {what}.")
@@ -70,7 +70,7 @@ def encode_text(tokenizer: Any, text: str, vocab_size: int | None = None, what: 
     return ids
 
 
-def token_text(tokenizer: Any, token_id: int) -> str:
+def token_text(tokenizer: Tokenizer, token_id: int) -> str:
     """How one token reads on its own (specials kept, e.g. '<eos>')."""
     return tokenizer.decode([token_id], skip_special_tokens=False)
 
@@ -85,7 +85,7 @@ class Detokenizer:
 
     __slots__ = ("tokenizer", "ids", "prefix", "read", "skip_special")
 
-    def __init__(self, tokenizer: Any, context_ids: list[int] | None = None, skip_special: bool = False) -> None:
+    def __init__(self, tokenizer: Tokenizer, context_ids: list[int] | None = None, skip_special: bool = False) -> None:
         self.tokenizer = tokenizer
         self.ids: list[int] = list(context_ids or [])[-6:]
         self.read = len(self.ids)

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
+from PIL import Image, UnidentifiedImageError
 from torch import Tensor, nn
 
 from playground.errors import DataError
@@ -36,8 +37,6 @@ def to_array(image: Any) -> np.ndarray:
         path = Path(image)
         if not path.is_file():
             raise DataError(f"No image file at {path.name!r}; give a PNG or JPEG file.")
-        from PIL import Image, UnidentifiedImageError
-
         try:
             with Image.open(path) as im:
                 image = np.asarray(im.convert("RGBA" if im.mode in ("RGBA", "LA", "P") else "RGB" if im.mode != "L" else "L"))

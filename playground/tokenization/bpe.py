@@ -36,8 +36,10 @@ from typing import Any
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
-from playground.errors import ConfigError, DataError, PlaygroundError
+from playground import limits
+from playground.errors import ConfigError, DataError, PlaygroundError, TooBigError
 from playground.settings import DemoCaps
+from playground.tokenization.simple import build_char_tokenizer
 
 KINDS = ("bpe", "char")
 NORMALIZERS = ("none", "nfc", "nfkc", "lowercase")
@@ -299,9 +301,6 @@ def longest_word(text: str, pre_tokenizer: str, longer_than: int) -> int:
 def check_build_cost(text: str, options: TokenizerOptions, caps: DemoCaps | None = None) -> None:
     """TooBigError unless building on `text` is bounded: corpus size, corpus x vocabulary, and the
     longest pre-tokenized word (BPE training time grows with the square of a word's length)."""
-    from playground import limits
-    from playground.errors import TooBigError
-
     n = len(text)
     max_chars = int(limits.cap(caps, "max_corpus_chars"))
     if n > max_chars:
@@ -421,8 +420,6 @@ def build_tokenizer(text: str, options: TokenizerOptions, caps: DemoCaps | None 
 
 
 def _build_char(text: str, options: TokenizerOptions, caps: DemoCaps | None) -> Tokenizer:
-    from playground.tokenization.simple import build_char_tokenizer
-
     tokenizer = build_char_tokenizer([text], list(options.special_tokens))
     size = tokenizer.get_vocab_size()
     cap = caps.max_vocab_size if caps and caps.max_vocab_size else MAX_VOCAB_SIZE

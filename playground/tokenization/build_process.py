@@ -20,15 +20,13 @@ from tokenizers import Tokenizer
 
 from playground.child import JobCancelled, iter_in_child
 from playground.settings import DemoCaps
-from playground.tokenization.bpe import BuildCancelled, BuildProgress, TokenizerOptions, check_build_cost, check_corpus
+from playground.tokenization.bpe import BuildCancelled, BuildProgress, TokenizerOptions, check_build_cost, check_corpus, iter_build
 
 BUILD_TARGET = "playground.tokenization.build_process:iter_build_json"
 
 
 def iter_build_json(text: str, options: TokenizerOptions, caps: DemoCaps | None) -> Generator[BuildProgress, None, str]:
     """`bpe.iter_build` returning the tokenizer as its JSON string (what the child sends back)."""
-    from playground.tokenization.bpe import iter_build
-
     tokenizer = yield from iter_build(text, options, caps)
     return tokenizer.to_str()
 

@@ -12,9 +12,16 @@ import pandas as pd
 from tokenizers import Tokenizer
 
 from playground.errors import DataError
+from playground.limits import check_text
 from playground.tokenization.bpe import (
-    BuildProgress, TokenizerOptions, base_alphabet_size, chunk_text, iter_build, truncate_bpe,
+    BuildProgress,
+    TokenizerOptions,
+    base_alphabet_size,
+    chunk_text,
+    iter_build,
+    truncate_bpe,
 )
+from playground.tokenization.build_process import iter_build_in_child
 from playground.tokenization.vocab import TokenizerInfo, readable, visible
 
 HELD_OUT_FRACTION = 0.1
@@ -113,8 +120,6 @@ def iter_vocab_sweep(text: str, options: TokenizerOptions, largest: int = 32768,
     chars_per_token, tokens_per_word, bytes_per_token, merges. `in_child` trains in a child
     process that closing the generator terminates (the app's Stop).
     """
-    from playground.tokenization.build_process import iter_build_in_child
-
     if options.kind != "bpe":
         raise DataError("A vocabulary-size sweep needs a BPE tokenizer (a character-level one has no size to choose).")
     if caps is not None and caps.max_vocab_size:
@@ -179,8 +184,6 @@ def encode(tokenizer: Tokenizer, text: str, caps=None) -> Encoded:
     """Encode `text` (no special tokens added) keeping offsets into the original text.
 
     Text longer than the server's `max_encode_chars` (caps default FULL_CAPS) is refused."""
-    from playground.limits import check_text
-
     check_text(text, "max_encode_chars", caps, "The text to encode")
     enc = tokenizer.encode(text or "", add_special_tokens=False)
     return Encoded(text or "", list(enc.ids), list(enc.tokens), [tuple(o) for o in enc.offsets])

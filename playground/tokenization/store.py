@@ -26,6 +26,7 @@ from playground.data.corpora import Corpus
 from playground.errors import DataError, NotFoundError
 from playground.settings import DemoCaps
 from playground.tokenization.bpe import BuildProgress, TokenizerOptions, iter_build
+from playground.tokenization.build_process import iter_build_in_child
 from playground.tokenization.stats import Compression, compression, split_held_out, token_counts
 from playground.workspace import Workspace, validate_name, write_json
 
@@ -95,8 +96,6 @@ def iter_train(corpus: Corpus, options: TokenizerOptions, caps: DemoCaps | None 
     tokens in the training part. Yields progress; returns a BuiltTokenizer.
 
     `in_child` builds in a child process that closing the generator terminates (the app's Stop)."""
-    from playground.tokenization.build_process import iter_build_in_child
-
     start = time.perf_counter()
     train_text, held = split_held_out(corpus.text, held_out_fraction)
     build = iter_build_in_child if in_child else iter_build

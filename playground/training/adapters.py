@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tokenizers import Tokenizer
 from torch import Tensor, nn
 
 from playground.data.policy import DataPolicy
@@ -24,7 +25,7 @@ class Prepared:
 
     model_config: Any
     payload: Any  # TextData | ImageSplit | PairData
-    tokenizer: Any | None = None
+    tokenizer: Tokenizer | None = None
     class_names: list[str] | None = None
     info: dict[str, Any] = field(default_factory=dict)  # what the bundle records about the data
 
@@ -51,7 +52,7 @@ class FamilyAdapter:
         self.config_cls = config_cls  # the model config the data fixes (vocab size, classes, ...)
 
     def prepare(self, data: Any, model_values: dict[str, Any], workspace: Workspace | None,
-                tokenizer: Any | None = None, limits: Any | None = None,
+                tokenizer: Tokenizer | None = None, limits: Any | None = None,
                 policy: DataPolicy | None = None) -> Prepared:
         """Load and split the data; build the model config (vocab size etc. from the data).
         `tokenizer` is given when resuming (the bundle's own), so ids never shift; `limits`
@@ -89,7 +90,7 @@ def to_device(caps: DeviceCaps, batch: dict[str, Tensor]) -> dict[str, Tensor]:
     return {k: caps.to_device(v) for k, v in batch.items()}
 
 
-def resolve_tokenizer(name: str, workspace: Workspace | None) -> Any:
+def resolve_tokenizer(name: str, workspace: Workspace | None) -> Tokenizer:
     """The workspace tokenizer ``data.tokenizer`` names; NotFoundError saying what there is otherwise."""
     if workspace is None:
         raise NotFoundError(f"data.tokenizer = {name!r} names a workspace tokenizer, but no workspace was given.")
@@ -102,6 +103,6 @@ def resolve_tokenizer(name: str, workspace: Workspace | None) -> Any:
 
 def plain_model(model: nn.Module) -> nn.Module:
     """The model under any DDP / torch.compile wrapper."""
-    from playground.bundle import unwrap_model
+    from playground.bundle import unwrap_model  # function-level: bundle imports playground.families, which imports this module (cycle)
 
     return unwrap_model(model)

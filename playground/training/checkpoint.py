@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors.torch import load_file, save_file
+from tokenizers import Tokenizer
 
 from playground.bundle import read_metrics_csv, save_bundle
 from playground.errors import NotFoundError, PlaygroundError
@@ -94,7 +96,7 @@ class ResumeState:
     preset_name: str
     step: int
     rows: list[dict[str, Any]]
-    tokenizer: Any | None
+    tokenizer: Tokenizer | None
     tensors: dict[str, torch.Tensor] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
     elapsed_s: float = 0.0
@@ -118,7 +120,7 @@ def save_checkpoint(
     step: int,
     rows: list[dict[str, Any]],
     summary: dict[str, Any],
-    tokenizer: Any | None,
+    tokenizer: Tokenizer | None,
     class_names: list[str] | None,
     optimizer: torch.optim.Optimizer | None,
     scheduler: Any | None,
@@ -131,8 +133,6 @@ def save_checkpoint(
     """
 
     def write_extra(tmp: Path) -> None:
-        from safetensors.torch import save_file
-
         if optimizer is None:  # train.save_optimizer = false: a lighter, non-resumable bundle
             return
         meta: dict[str, Any] = {"step": step, "sections": sections, "preset": preset_name}
@@ -157,8 +157,6 @@ def save_checkpoint(
 
 def load_resume_state(workspace: Workspace, name: str) -> ResumeState:
     """Read a run's bundle for resuming; NotFoundError / PlaygroundError say what is missing."""
-    from safetensors.torch import load_file
-
     if not workspace.exists("models", name):
         have = ", ".join(workspace.names("models")) or "none yet"
         raise NotFoundError(f"No checkpoint named {name!r} to resume (have: {have}).")
@@ -170,8 +168,6 @@ def load_resume_state(workspace: Workspace, name: str) -> ResumeState:
                               "start a new run from a preset instead.")
     tokenizer = None
     if (path / "tokenizer.json").is_file():
-        from tokenizers import Tokenizer
-
         tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
     tensors: dict[str, torch.Tensor] = {}
     meta: dict[str, Any] = {}

@@ -12,8 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import torch
+from tokenizers import Tokenizer
 
+from playground.data.corpora import load_corpus
+from playground.data.pairs import PAIR_SETS, load_pair_set
+from playground.data.policy import default_policy
 from playground.errors import ConfigError, DataError
+from playground.settings import FULL_CAPS
 from playground.workspace import Workspace
 
 # ---------------------------------------------------------------------------------------------
@@ -75,8 +80,6 @@ class PairDataConfig:
     length_pool: int = 0  # batch by length: sort pools of this many batches by length (0 = off)
 
     def __post_init__(self) -> None:
-        from playground.data.pairs import PAIR_SETS
-
         if self.pairs not in PAIR_SETS:
             raise ConfigError(f"data.pairs = {self.pairs!r} is not valid; choose one of: {', '.join(PAIR_SETS)}.")
         if not 0.0 < self.val_fraction < 1.0:
@@ -142,9 +145,6 @@ def load_text(corpus: str, workspace: Workspace | None, max_chars: int = 0,
     """The text of a named corpus (python-docs, python-code, tinyshakespeare), an upload, or a
     UTF-8 file path where `policy` (playground.data.policy.DataPolicy; None = the CLI's) allows
     paths, cut to `max_chars` (0 = all), and a one-line description (playground.data.corpora)."""
-    from playground.data.corpora import load_corpus
-    from playground.settings import FULL_CAPS
-
     loaded = load_corpus(corpus, workspace, caps or FULL_CAPS, policy=policy)
     text = loaded.text[:max_chars] if max_chars else loaded.text
     if not text.strip():
@@ -152,7 +152,7 @@ def load_text(corpus: str, workspace: Workspace | None, max_chars: int = 0,
     return text, loaded.description
 
 
-def encode_text(tokenizer: Any, text: str, chunk_chars: int = 1 << 16) -> torch.Tensor:
+def encode_text(tokenizer: Tokenizer, text: str, chunk_chars: int = 1 << 16) -> torch.Tensor:
     """Token ids of `text` [N] int64, encoded in line-aligned chunks (parallel in `tokenizers`)."""
     chunks: list[str] = []
     start = 0
@@ -259,9 +259,6 @@ class PairData:
 def load_pairs(cfg: PairDataConfig, policy: Any | None = None, workspace: Workspace | None = None) -> list:
     """The configured pair set (seeded by data.seed); a tsv's data.path goes through `policy`
     (playground.data.policy.DataPolicy; None = the CLI's, uploads in `workspace`)."""
-    from playground.data.pairs import PAIR_SETS, load_pair_set
-    from playground.data.policy import default_policy
-
     opts: dict[str, Any] = {}
     if cfg.pairs == "tsv":
         if not cfg.path:

@@ -32,11 +32,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
 import torch
+from safetensors.torch import load_model
 from torch import nn
 
 from playground.config import Preset
 from playground.errors import ConfigError, PlaygroundError, TrainingError
 from playground.families import build_model, get_family
+from playground.limits import check_model_size, is_out_of_memory, too_big_on_oom
 from playground.models.dropout import set_dropout_generator
 from playground.models.init import init_weights
 from playground.settings import resolve_device
@@ -48,10 +50,10 @@ from playground.training.checkpoint import (
     optimizer_state_from_files,
     save_checkpoint,
 )
-from playground.limits import check_model_size, is_out_of_memory, too_big_on_oom
 from playground.training.config import TrainConfig, preset_from_sections
 from playground.training.device import DeviceCaps, device_caps
 from playground.training.flops import device_peak, mfu
+from playground.training.optim import MuonAdamW, muon_param_groups
 from playground.training.schedules import make_scheduler
 from playground.training.spec import RunSpec, check_run_sizes, resolve_run
 from playground.workspace import Workspace, validate_name
@@ -174,8 +176,6 @@ def make_optimizer(model: nn.Module, cfg: TrainConfig, caps: DeviceCaps) -> torc
     muon: torch.optim.Muon (train.muon_*) on the hidden matrices, AdamW on the rest (see
     playground.training.optim)."""
     if cfg.optimizer == "muon":
-        from playground.training.optim import MuonAdamW, muon_param_groups
-
         hidden, rest = muon_param_groups(model)
         adamw_groups = [{"params": [p for p in rest if p.dim() >= 2], "weight_decay": cfg.weight_decay},
                         {"params": [p for p in rest if p.dim() < 2], "weight_decay": 0.0}]
@@ -308,8 +308,6 @@ def _setup(
     with too_big_on_oom("This model", "lower model.d_model, model.n_layer or train.batch_size"):
         model = build_model(spec.family, prep.model_config)  # torch's init: global RNG, redrawn below
     if state is not None:
-        from safetensors.torch import load_model
-
         load_model(model, str(state.path / "model.safetensors"), strict=True, device="cpu")
     else:
         init_weights(model, generators["init"])  # every weight from the run's own generator
@@ -338,10 +336,8 @@ def _setup(
     if caps.compile:
         train_model = torch.compile(model)
     if dist.distributed:
-        from torch.nn.parallel import DistributedDataParallel
-
         ids = [dist.local_rank] if caps.device_type == "cuda" else None
-        train_model = DistributedDataParallel(train_model, device_ids=ids)
+        train_model = nn.parallel.DistributedDataParallel(train_model, device_ids=ids)
     run = _Run(spec, adapter, prep, model, train_model, optimizer, scheduler, caps, dist, workspace, name, rows,
                generators, step=step, elapsed_s=state.elapsed_s if state else 0.0)
     run.saved_step = step if state is not None else -1

@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
+import pandas as pd
 import torch
 from torch import Tensor
 
 from playground.analysis.query import Query
 from playground.errors import PlaygroundError
-from playground.stopping import StopFlag, is_stopped  # noqa: F401  (re-exported for the experiments)
 from playground.models.attention import (
     KVCache,
     attention_modules,
@@ -42,6 +42,7 @@ from playground.models.attention import (
     record_attention,
     rows_override,
 )
+from playground.stopping import StopFlag, is_stopped  # noqa: F401  (re-exported for the experiments)
 
 
 def make_generator(seed: int, device: str | torch.device = "cpu") -> torch.Generator:
@@ -115,10 +116,8 @@ class ExperimentResult:
         """Rows so far."""
         return len(self.rows)
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """One row per finished example (pandas DataFrame), for CSV export."""
-        import pandas as pd
-
         rows = [asdict(r) if hasattr(r, "__dataclass_fields__") else dict(r) for r in self.rows]
         return pd.DataFrame(rows)
 

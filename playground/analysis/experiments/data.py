@@ -23,12 +23,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from tokenizers import Tokenizer
 from torch import Tensor, nn
 
 from playground.analysis.experiments.core import make_generator
+from playground.analysis.inputs import baseline_id, special_id_set
 from playground.analysis.query import Query
+from playground.bundle import Bundle
 from playground.errors import DataError, PlaygroundError
 from playground.families import family_of, get_family
+from playground.generation.seq2seq import greedy_decode
+from playground.training.config import preset_from_sections
+from playground.training.spec import resolve_run
+from playground.workspace import Workspace
 
 
 @dataclass
@@ -49,13 +56,11 @@ class HeldOut:
         return len(self.queries)
 
 
-def _specials_and_baseline(tokenizer: Any, prefer: str) -> tuple[set[int], int]:
-    from playground.analysis.inputs import baseline_id, special_id_set
-
+def _specials_and_baseline(tokenizer: Tokenizer | None, prefer: str) -> tuple[set[int], int]:
     return special_id_set(tokenizer), baseline_id(tokenizer, prefer)
 
 
-def lm_queries(model: nn.Module, windows: Tensor, tokenizer: Any = None, gold: Sequence[int] | None = None,
+def lm_queries(model: nn.Module, windows: Tensor, tokenizer: Tokenizer | None = None, gold: Sequence[int] | None = None,
                specials: set[int] | None = None, baseline: int | None = None) -> list[Query]:
     """One next-token query per row of ``windows`` [N,T], explaining the last position's prediction."""
     if tokenizer is not None and (specials is None or baseline is None):
@@ -95,12 +100,10 @@ def classifier_queries(model: nn.Module, images: Tensor) -> list[Query]:
 
 
 def seq2seq_queries(model: nn.Module, sources: Sequence[Sequence[int]], gen: torch.Generator,
-                    tokenizer: Any = None, references: Sequence[Sequence[int]] | None = None,
+                    tokenizer: Tokenizer | None = None, references: Sequence[Sequence[int]] | None = None,
                     max_output: int | None = None) -> tuple[list[Query], list[int | None], list[int]]:
     """One query per source (token ids without specials): the model's greedy output teacher-forced,
     one output step drawn with ``gen``. Returns (queries, gold tokens, chosen steps)."""
-    from playground.generation.seq2seq import greedy_decode
-
     cfg = model.config
     device = next(model.parameters()).device
     specials, baseline = _specials_and_baseline(tokenizer, "unk") if tokenizer is not None else (set(), cfg.pad_id)
@@ -137,11 +140,8 @@ def seq2seq_queries(model: nn.Module, sources: Sequence[Sequence[int]], gen: tor
 # From a bundle
 
 
-def prepare_data(bundle: Any, workspace: Any = None) -> tuple[Any, Any, Any]:
+def prepare_data(bundle: Bundle, workspace: Workspace | None = None) -> tuple[Any, Any, Any]:
     """The trainer's (adapter, prepared data, run spec) for a bundle, with the bundle's own tokenizer."""
-    from playground.training.config import preset_from_sections
-    from playground.training.spec import resolve_run
-
     sections = bundle.config.get("sections")
     if not sections:
         raise PlaygroundError(f"Checkpoint {bundle.name!r} was not written by the trainer (no preset sections), "
@@ -156,7 +156,7 @@ def prepare_data(bundle: Any, workspace: Any = None) -> tuple[Any, Any, Any]:
     return adapter, prep, spec
 
 
-def load_held_out(bundle: Any, n: int, seed: int = 0, workspace: Any = None) -> HeldOut:
+def load_held_out(bundle: Bundle, n: int, seed: int = 0, workspace: Workspace | None = None) -> HeldOut:
     """``n`` held-out examples of a trainer-written bundle (validation split), drawn with ``seed``."""
     if n < 1:
         raise PlaygroundError("Use at least one example.")

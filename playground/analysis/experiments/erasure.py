@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+import pandas as pd
 import torch
 from torch import Tensor
 
@@ -40,6 +41,8 @@ from playground.analysis.experiments.core import (
     make_generator,
     row_stats,
 )
+from playground.analysis.experiments.jain_wallace import compute_importances, methods_for
+from playground.analysis.explain.pointing import patch_mask, pointing_game
 from playground.analysis.query import Query
 from playground.errors import PlaygroundError
 
@@ -206,8 +209,6 @@ def probe_importances(probe: Probe, methods: Sequence[str], importance_fn: Calla
     ``attention`` is the probe's own row (module/heads being erased), ``attention_grad`` its
     gradient × attention (S&S); the rest come from the per-input analyzer.
     """
-    from playground.analysis.experiments.jain_wallace import compute_importances
-
     out: dict[str, np.ndarray] = {}
     rest = [m for m in methods if m not in ("attention", "attention_grad", "attention_grad_only", "random")]
     if rest:
@@ -282,8 +283,6 @@ def iter_erasure(
     queries = list(queries)
     skipped: list[str] = []
     if queries and importance_fn is None:
-        from playground.analysis.experiments.jain_wallace import methods_for
-
         methods, skipped = methods_for(queries[0], methods)
     gen = make_generator(seed)
     result = ErasureResult(settings={"methods": list(methods), "skipped_methods": skipped, "level": level, "module": module,
@@ -369,10 +368,8 @@ class CurvesResult(ExperimentResult):
     def stats(self) -> dict[str, Any]:
         return {"methods": self.method_stats(), "bins": list(self.settings.get("bins", AOPC_BINS))}
 
-    def curve_frame(self):
+    def curve_frame(self) -> pd.DataFrame:
         """Long DataFrame: method, fraction, curve ("deletion"|"insertion"), mean score, n."""
-        import pandas as pd
-
         rows = []
         for method, c in self.extra.get("curves", {}).items():
             n = c["n"]
@@ -407,8 +404,6 @@ def iter_curves(
     queries = list(queries)
     skipped: list[str] = []
     if queries and importance_fn is None:
-        from playground.analysis.experiments.jain_wallace import methods_for
-
         methods, skipped = methods_for(queries[0], methods)
     gen = make_generator(seed)
     grid = list(CURVE_GRID)
@@ -495,9 +490,6 @@ def iter_pointing(
     settings: dict[str, Any] | None = None,
 ) -> ExperimentGen:
     """Pointing game of each method on every image that has an object mask (vit-shapes)."""
-    from playground.analysis.experiments.jain_wallace import compute_importances
-    from playground.analysis.explain.pointing import patch_mask, pointing_game
-
     if len(masks) != len(queries):
         raise ValueError("one mask (or None) per query")
     if not any(m is not None for m in masks):
@@ -505,8 +497,6 @@ def iter_pointing(
     queries = list(queries)
     skipped: list[str] = []
     if queries and importance_fn is None:
-        from playground.analysis.experiments.jain_wallace import methods_for
-
         methods, skipped = methods_for(queries[0], methods)
     gen = make_generator(seed)
     result = PointingResult(settings={"methods": list(methods), "skipped_methods": skipped, "seed": seed,

@@ -18,6 +18,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from playground.analysis.experiments.core import drive
+from playground.analysis.experiments.data import load_held_out
+from playground.analysis.experiments.runner import iter_experiment
+from playground.bundle import Bundle
+from playground.workspace import Workspace
+
 TIMED = ("agreement", "permutation", "adversarial", "erasure", "aopc", "pointing")
 CALIBRATION_STEPS = 5  # Adam steps of the shorter timed adversarial search (the longer one has twice as many)
 
@@ -40,15 +46,11 @@ class Calibration:
         return dataclasses.asdict(self)
 
 
-def calibrate(name: str, bundle: Any, options: Any, workspace: Any = None) -> Calibration | None:
+def calibrate(name: str, bundle: Bundle, options: Any, workspace: Workspace | None = None) -> Calibration | None:
     """Time one example of experiment `name` on `bundle` with `options` (None: not estimated).
 
     The model of `bundle` should be a private copy: the interventions hook into it.
     """
-    from playground.analysis.experiments.core import drive
-    from playground.analysis.experiments.data import load_held_out
-    from playground.analysis.experiments.runner import iter_experiment
-
     if name not in TIMED:
         return None
     one = dataclasses.replace(options, n=1)

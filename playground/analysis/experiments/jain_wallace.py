@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+import pandas as pd
 import torch
 from torch import Tensor
 
@@ -37,6 +38,9 @@ from playground.analysis.experiments.core import (
     make_generator,
     row_stats,
 )
+from playground.analysis.explain import attention as am
+from playground.analysis.explain import attributions as at
+from playground.analysis.explain.agreement import kendall_tau, spearman_rho
 from playground.analysis.query import Query
 from playground.errors import PlaygroundError
 
@@ -56,10 +60,8 @@ JW_TABLE2: list[dict[str, Any]] = [
 JW_DOT_SST_TAU_ATTN_GRAD = 0.07  # dot-product attention agreed less
 
 
-def jw_reference_frame():
+def jw_reference_frame() -> pd.DataFrame:
     """Jain & Wallace Table 2 as a DataFrame (for display next to the user's numbers)."""
-    import pandas as pd
-
     return pd.DataFrame(JW_TABLE2)
 
 
@@ -95,9 +97,6 @@ def compute_importances(query: Query, methods: Sequence[str], layer: int | None 
     Attention views: attention (``layer``/``head``, default last layer head mean),
     attention_mean, rollout, norm, relevancy, flow; references: saliency, ixg, ig, loo.
     """
-    from playground.analysis.explain import attention as am
-    from playground.analysis.explain import attributions as at
-
     out: dict[str, np.ndarray] = {}
     rec = None
     for m in methods:
@@ -185,8 +184,6 @@ def iter_agreement(
     """
     if not views or not references:
         raise PlaygroundError("Pick at least one attention view and one reference method (gradient or leave-one-out).")
-    from playground.analysis.explain.agreement import kendall_tau
-
     queries = list(queries)
     skipped: list[str] = []
     if queries and importance_fn is None:
@@ -250,8 +247,6 @@ class PermutationResult(ExperimentResult):
 
 
 def _spearman(a: Sequence[float], b: Sequence[float]) -> float:
-    from playground.analysis.explain.agreement import spearman_rho
-
     if len(a) < 3:
         return math.nan
     return spearman_rho(np.asarray(a), np.asarray(b))[0]

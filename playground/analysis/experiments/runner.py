@@ -22,10 +22,13 @@ from playground.analysis.experiments import jain_wallace as jw
 from playground.analysis.experiments import wiegreffe_pinter as wp
 from playground.analysis.experiments.core import ExperimentGen, Progress, StopFlag, is_stopped
 from playground.analysis.experiments.data import HeldOut, load_held_out
+from playground.analysis.explain.attention import explaining_maps
+from playground.bundle import Bundle, load_bundle
 from playground.errors import PlaygroundError
 from playground.families import get_family
 from playground.limits import check_experiment_options
 from playground.settings import DemoCaps
+from playground.workspace import Workspace
 
 EXPERIMENTS: dict[str, str] = {
     "agreement": "J&W: Kendall τ of attention views vs gradient and leave-one-out",
@@ -82,12 +85,12 @@ def private_copy(model: nn.Module) -> nn.Module:
     return copy.deepcopy(model).eval()
 
 
-def _settings(name: str, bundle: Any, held: HeldOut | None, opts: ExperimentOptions) -> dict[str, Any]:
+def _settings(name: str, bundle: Bundle, held: HeldOut | None, opts: ExperimentOptions) -> dict[str, Any]:
     return {"checkpoint": bundle.name, "family": bundle.family, "n_examples": None if held is None else len(held),
             "examples": None if held is None else held.description, "options": opts.to_dict()}
 
 
-def iter_experiment(name: str, bundle: Any, options: ExperimentOptions | None = None, workspace: Any = None,
+def iter_experiment(name: str, bundle: Bundle, options: ExperimentOptions | None = None, workspace: Workspace | None = None,
                     stop: StopFlag = None, held: HeldOut | None = None, caps: DemoCaps | None = None) -> ExperimentGen:
     """The experiment ``name`` on ``bundle`` (a loaded playground.bundle.Bundle) as a progress generator.
 
@@ -141,8 +144,6 @@ def _on_examples(name: str, held: HeldOut, o: ExperimentOptions, stop: StopFlag,
 
 def _layer_head(held: HeldOut, o: ExperimentOptions) -> tuple[int | None, int | None]:
     """The per-input analyzer's (layer index, head) for the chosen module / a single chosen head."""
-    from playground.analysis.explain.attention import explaining_maps
-
     layer = None
     if o.module and held.queries:
         names = explaining_maps(held.queries[0])
@@ -153,20 +154,18 @@ def _layer_head(held: HeldOut, o: ExperimentOptions) -> tuple[int | None, int | 
     return layer, head
 
 
-def _own(workspace: Any) -> Any:
+def _own(workspace: Workspace | None) -> Workspace | None:
     """Where a user's derived runs (`<ckpt>-uniform`, `<ckpt>-seedN`) are looked up: their own
     entries only in the app (never one someone else shared under that name), the workspace itself
     in the CLI."""
     return getattr(workspace, "own", workspace)
 
 
-def _load(name: str, workspace: Any, device: str) -> Any:
-    from playground.bundle import load_bundle
-
+def _load(name: str, workspace: Workspace | None, device: str) -> Bundle:
     return load_bundle(name, workspace, device=device)
 
 
-def _uniform(bundle: Any, o: ExperimentOptions, workspace: Any, stop: StopFlag) -> ExperimentGen:
+def _uniform(bundle: Bundle, o: ExperimentOptions, workspace: Workspace | None, stop: StopFlag) -> ExperimentGen:
     yield Progress("uniform", 0, 3, "rebuilding the validation data")
     evaluate = wp.evaluator_for(bundle, workspace, o.device, o.eval_examples)
     retrained = None
@@ -178,7 +177,7 @@ def _uniform(bundle: Any, o: ExperimentOptions, workspace: Any, stop: StopFlag) 
     return (yield from wp.iter_uniform(bundle.model, evaluate, None, retrained, stop, settings))
 
 
-def iter_retrain_uniform(bundle: Any, workspace: Any, options: ExperimentOptions | None = None,
+def iter_retrain_uniform(bundle: Bundle, workspace: Workspace, options: ExperimentOptions | None = None,
                          stop: StopFlag = None) -> ExperimentGen:
     """Retrain the checkpoint's preset with frozen uniform attention into ``<checkpoint>-uniform``
     (ConfigError when the models have no such switch)."""
@@ -188,7 +187,7 @@ def iter_retrain_uniform(bundle: Any, workspace: Any, options: ExperimentOptions
                                        o.device, stop, o.max_steps_cap))
 
 
-def _seeds(bundle: Any, o: ExperimentOptions, workspace: Any, stop: StopFlag) -> ExperimentGen:
+def _seeds(bundle: Bundle, o: ExperimentOptions, workspace: Workspace | None, stop: StopFlag) -> ExperimentGen:
     if workspace is None:
         raise PlaygroundError("Seed variance trains new checkpoints: it needs a workspace.")
     seeds = [s for s in dict.fromkeys(o.seeds)]

@@ -11,6 +11,8 @@ from typing import Any
 
 from playground.analysis.divergences import LN2
 from playground.analysis.experiments.core import ExperimentResult
+from playground.analysis.experiments.jain_wallace import JW_TABLE2
+from playground.analysis.experiments.wiegreffe_pinter import LEARNED, RETRAINED, UNIFORM
 from playground.analysis.explainer import FamilyExplainer
 from playground.families import FAMILIES
 
@@ -173,8 +175,6 @@ def summarize_adversarial(result: Any) -> Summary:
 
 
 def summarize_agreement(result: Any) -> Summary:
-    from playground.analysis.experiments.jain_wallace import JW_TABLE2
-
     pairs = result.stats()["pairs"]
     findings = []
     main = [p for p in pairs if not p["reference_pair"]]
@@ -214,8 +214,6 @@ def summarize_agreement(result: Any) -> Summary:
 
 
 def summarize_uniform(result: Any) -> Summary:
-    from playground.analysis.experiments.wiegreffe_pinter import LEARNED, RETRAINED, UNIFORM
-
     v = result.stats()["variants"]
     learned, uni, re = v.get(LEARNED, {}), v.get(UNIFORM, {}), v.get(RETRAINED, {})
     findings = []

@@ -38,9 +38,17 @@ from playground.analysis.experiments.core import (
     make_generator,
     row_stats,
 )
+from playground.analysis.experiments.data import prepare_data
+from playground.analysis.experiments.jain_wallace import adversarial_one
 from playground.analysis.query import Query
+from playground.bundle import Bundle
 from playground.errors import ConfigError, PlaygroundError
+from playground.families import family_of, get_family
 from playground.models.attention import attention_modules, override_attention, uniform_override
+from playground.training.config import preset_from_sections
+from playground.training.device import device_caps
+from playground.training.engine import train
+from playground.workspace import Workspace
 
 # ========================================================================================
 # Uniform baseline
@@ -122,13 +130,10 @@ def iter_uniform(
     return result
 
 
-def evaluator_for(bundle: Any, workspace: Any = None, device: str = "cpu",
+def evaluator_for(bundle: Bundle, workspace: Workspace | None = None, device: str = "cpu",
                   eval_examples: int | None = None) -> Callable[[nn.Module], dict[str, float]]:
     """``evaluate(model)`` = the trainer's validation metrics for the bundle's data (val_loss,
     accuracy / token_accuracy / exact_match), run in eval mode without gradients."""
-    from playground.analysis.experiments.data import prepare_data
-    from playground.training.device import device_caps
-
     adapter, prep, spec = prepare_data(bundle, workspace)
     cfg = dataclasses.replace(spec.train, preview=False)
     if eval_examples is not None:
@@ -161,8 +166,6 @@ def uniform_model_override(family: str) -> dict[str, Any]:
 
     Raises ConfigError when the family has none (ask for one: the models must support it so the
     trainer can build and save such a model)."""
-    from playground.families import get_family
-
     override = get_family(family).explainer.uniform_override
     if override is not None:
         return dict(override)
@@ -173,8 +176,8 @@ def uniform_model_override(family: str) -> dict[str, Any]:
 
 
 def iter_retrain(
-    bundle: Any,
-    workspace: Any,
+    bundle: Bundle,
+    workspace: Workspace,
     name: str,
     overrides: dict[str, Any] | None = None,
     max_steps: int | None = None,
@@ -184,9 +187,6 @@ def iter_retrain(
 ) -> Iterator[Progress]:
     """Retrain the bundle's preset (its stored sections) into ``name`` with ``overrides``;
     yields Progress events (done = step) and returns the new bundle's name."""
-    from playground.training.config import preset_from_sections
-    from playground.training.engine import train
-
     sections = bundle.config.get("sections")
     if not sections:
         raise PlaygroundError(f"Checkpoint {bundle.name!r} has no preset sections (not written by the trainer); "
@@ -229,8 +229,6 @@ class SeedResult(ExperimentResult):
 
 def with_model(query: Query, model: nn.Module) -> Query:
     """The same inputs as ``query`` explained on another model of the same family."""
-    from playground.families import family_of
-
     return dataclasses.replace(query, model=model, layer=family_of(model).input_embedding(model))
 
 
@@ -333,8 +331,6 @@ def iter_diagnostic(
     model's explained row, head mean), uniform over the real units, permuted (the learned
     weights shuffled over the real units), adversarial (J&W adversary within ε, fewer steps).
     """
-    from playground.analysis.experiments.jain_wallace import adversarial_one
-
     queries = list(queries)
     if len(labels) != len(queries):
         raise ValueError("one label per query")
@@ -383,6 +379,7 @@ def iter_diagnostic(
 
 
 def _fit(result: DiagnosticResult) -> None:
+    # function-level: scikit-learn is slow to import (~1.5 s) and only the diagnostic needs it
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import log_loss
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
+import pandas as pd
 import torch
 
 from playground.analysis import divergences
@@ -143,10 +144,8 @@ def agreement_table(
     keep: ArrayLike | None = None,
     k: int | None = None,
     absolute: bool = True,
-):
+) -> pd.DataFrame:
     """A pandas DataFrame with one row per unordered pair of methods (in the given order)."""
-    import pandas as pd
-
     rows = [
         agreement(importances[x], importances[y], keep, k, absolute, (x, y)).to_dict()
         for x, y in itertools.combinations(list(importances), 2)

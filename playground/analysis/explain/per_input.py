@@ -11,18 +11,20 @@ import json
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import torch
 
 from playground.analysis.explain import attention as am
 from playground.analysis.explain import attributions as at
 from playground.analysis.explain.agreement import agreement_table
-from playground.analysis.inputs import Prepared, data_samples
 from playground.analysis.explain.pointing import alignment_accuracy, patch_mask, pointing_game
 from playground.analysis.explain.propagation import FLOW_MAX_TOKENS
+from playground.analysis.inputs import Prepared, data_samples
+from playground.bundle import Bundle
 from playground.errors import PlaygroundError
 from playground.families import get_family
 from playground.zerogpu import ANALYSIS_S, gpu
@@ -120,10 +122,8 @@ class InputAnalysis:
         return {m: self.row(m) for m in self.importances}
 
     # -- exports ------------------------------------------------------------------------
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """Long table: one row per (method, output row, unit)."""
-        import pandas as pd
-
         p = self.prepared
         records = []
         for m, values in self.importances.items():
@@ -290,20 +290,16 @@ def analyze_prepared(prepared: Prepared, options: AnalysisOptions | None = None,
     return result
 
 
-def pointing_table(result: InputAnalysis):
+def pointing_table(result: InputAnalysis) -> pd.DataFrame:
     """Pointing-game score of each method against the object's mask (vit-shapes)."""
-    import pandas as pd
-
     p = result.prepared
     pm = patch_mask(p.mask, int(p.info["patch_size"]))  # type: ignore[arg-type]
     rows = [pointing_game(result.row(m), pm, method=m).to_dict() for m in result.importances]
     return pd.DataFrame(rows, columns=["method", "mass_share", "hit", "k"])
 
 
-def alignment_table(result: InputAnalysis):
+def alignment_table(result: InputAnalysis) -> pd.DataFrame:
     """Alignment accuracy of each method's target x source matrix against the gold alignment."""
-    import pandas as pd
-
     p = result.prepared
     rows = [{"method": m, "alignment_accuracy": alignment_accuracy(v, p.gold_alignment or [], p.special)}
             for m, v in result.importances.items()]
@@ -336,7 +332,7 @@ class InputSpec:
     output_ids: list[int] | None = None  # seq2seq: output to teacher-force instead of the greedy one
 
 
-def prepare_input(bundle: Any, spec: InputSpec, device: str | torch.device = "cpu") -> Prepared:
+def prepare_input(bundle: Bundle, spec: InputSpec, device: str | torch.device = "cpu") -> Prepared:
     """A Prepared query for a loaded bundle (playground.bundle.Bundle) and raw input."""
     sample = None
     if spec.sample is not None:
@@ -351,14 +347,12 @@ def prepare_input(bundle: Any, spec: InputSpec, device: str | torch.device = "cp
 
 
 @gpu(duration=ANALYSIS_S)  # a ZeroGPU Space attaches its GPU for the analysis
-def analyze_checkpoint(bundle: Any, spec: InputSpec, options: AnalysisOptions | None = None,
+def analyze_checkpoint(bundle: Bundle, spec: InputSpec, options: AnalysisOptions | None = None,
                        device: str | torch.device = "cpu", private: bool = True,
                        progress: Callable[[float, str], None] | None = None) -> InputAnalysis:
     """Prepare and analyse one input. ``private`` copies the model first (captum hooks must not
     touch a model other threads share, e.g. the app's bundle cache)."""
     if private:
-        from dataclasses import replace
-
         bundle = replace(bundle, model=at.private_model(bundle.model))
     prepared = prepare_input(bundle, spec, device)
     return analyze_prepared(prepared, options, progress)

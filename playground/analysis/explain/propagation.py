@@ -60,6 +60,7 @@ def attention_flow(layers: Sequence[Tensor], query: int, residual: float = 0.5,
     ``layers``: per-layer maps of ONE example, [H,T,T] or [T,T], first layer first.
     Returns the flow values [T] normalised to sum 1 (zeros where no flow reaches).
     """
+    # function-level: scipy.sparse.csgraph adds ~0.25 s to the app's start and only flow needs it
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import maximum_flow
 

@@ -1,9 +1,10 @@
 """GPT's validation examples: lines of the validation text (Generate) and windows of it (experiments)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+from tokenizers import Tokenizer
 from torch import Generator, Tensor
 
 from playground.data.corpora import load_corpus
@@ -11,6 +12,9 @@ from playground.data.examples import AnalysisExample, Example, FamilyExamples
 from playground.data.policy import DataPolicy
 from playground.errors import DataError, OfflineError
 from playground.workspace import Workspace
+
+if TYPE_CHECKING:  # bundle imports the family registry, which imports this module
+    from playground.bundle import Bundle
 
 
 def _no_fetch(url: str) -> bytes:
@@ -47,7 +51,7 @@ class TextExamples(FamilyExamples):
         """None: the Analyze tab takes typed text for a language model."""
         return []
 
-    def held_out(self, bundle: Any, prepared: Any, tokenizer: Any, n: int, gen: Generator) -> Any:
+    def held_out(self, bundle: Bundle, prepared: Any, tokenizer: Tokenizer | None, n: int, gen: Generator) -> Any:
         """Windows of ``block_size`` validation tokens; each explains the prediction after its last token."""
         # Function-level: the analysis package is loaded only when an experiment runs (start-up
         # time), and it asks playground.families, which imports this module (a cycle at the top).

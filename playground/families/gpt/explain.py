@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
@@ -15,6 +15,9 @@ from playground.analysis.explainer import AnalyzeView, FamilyExplainer, log_prob
 from playground.analysis.query import Query
 from playground.errors import PlaygroundError
 from playground.models.attention import attention_modules
+
+if TYPE_CHECKING:  # bundle imports the family registry, which imports this module
+    from playground.bundle import Bundle
 
 ABOUT = ("**GPT** · explains the next token after the query position. Type a prompt; the position "
          "is a token index (blank = the last token, negative counts from the end); the target is a token "
@@ -109,7 +112,7 @@ class LMExplainer(FamilyExplainer):
         return self.reachable_units(query, b).nonzero().flatten()
 
     # -- per input -----------------------------------------------------------------------
-    def prepare(self, bundle: Any, spec: Any, sample: Any, device: str | torch.device) -> Any:
+    def prepare(self, bundle: Bundle, spec: Any, sample: Any, device: str | torch.device) -> Any:
         # inputs asks playground.families, which imports this module: imported here, not at the top
         from playground.analysis.inputs import prepare_lm
 

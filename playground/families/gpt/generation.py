@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+from tokenizers import Tokenizer
 from torch import Tensor
 
 from playground.generation.api import GenerateRequest, prompt_ids
@@ -13,6 +14,9 @@ from playground.generation.events import Done, SampleResult, StepEvent
 from playground.generation.family import Controls, FamilyGenerator, picked_token
 from playground.generation.lm import start_ids, stream_lm
 from playground.generation.text import token_text
+
+if TYPE_CHECKING:  # bundle imports the family registry, which imports this module
+    from playground.bundle import Bundle
 
 
 class LMGenerator(FamilyGenerator):
@@ -24,7 +28,7 @@ class LMGenerator(FamilyGenerator):
         hint="Type a prompt; the model continues it.", sampling=True, echo_prompt=True,
     )
 
-    def stream(self, bundle: Any, request: GenerateRequest) -> Iterator[StepEvent | Done]:
+    def stream(self, bundle: Bundle, request: GenerateRequest) -> Iterator[StepEvent | Done]:
         """Sample `num_samples` continuations, batched with every other user of the same checkpoint
         (one forward pass per step for all), or alone when batching is off."""
         ids = prompt_ids(bundle, request.prompt)
@@ -46,7 +50,7 @@ class LMGenerator(FamilyGenerator):
     def console_result(self, done: Done) -> str:
         return "".join(f"--- sample {i + 1} ---\n{sample.full_text}\n" for i, sample in enumerate(done.samples))
 
-    def next_token_logits(self, bundle: Any, prompt: str, target_prefix: Sequence[int] | None = None) -> Tensor:
+    def next_token_logits(self, bundle: Bundle, prompt: str, target_prefix: Sequence[int] | None = None) -> Tensor:
         """Logits [V] after the last `block_size` tokens of the prompt (the start token when empty)."""
         ids = prompt_ids(bundle, prompt) or start_ids(bundle.tokenizer)
         block = int(bundle.model_config.block_size)
@@ -57,7 +61,7 @@ class LMGenerator(FamilyGenerator):
         """The prompt plus the text generated before token `index`."""
         return sample.prompt + "".join(e.text for e in sample.events[:index]), None
 
-    def explain_target(self, done: Done, sample: int, index: int, tokenizer: Any = None) -> dict[str, Any]:
+    def explain_target(self, done: Done, sample: int, index: int, tokenizer: Tokenizer | None = None) -> dict[str, Any]:
         """`input` is prompt + generated text through the target token, `input_ids` its ids (prompt
         ids + generated ids), `target_position` the target's index in `input_ids` (the model
         predicted it from `input_ids[:target_position]`)."""

@@ -5,9 +5,12 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from tokenizers import Tokenizer
 from torch import Tensor, nn
 
 from playground.data.policy import DataPolicy
+from playground.data.splits import split_text
+from playground.tokenization.simple import build_char_tokenizer
 from playground.training.adapters import FamilyAdapter, Prepared, Preview, resolve_tokenizer, to_device
 from playground.training.config import TrainConfig, build_model_config
 from playground.training.data import (
@@ -27,11 +30,8 @@ class GPTAdapter(FamilyAdapter):
     unit = "tokens"
 
     def prepare(self, data: TextDataConfig, model_values: dict[str, Any], workspace: Workspace | None,
-                tokenizer: Any | None = None, limits: Any | None = None,
+                tokenizer: Tokenizer | None = None, limits: Any | None = None,
                 policy: DataPolicy | None = None) -> Prepared:
-        from playground.data.splits import split_text
-        from playground.tokenization.simple import build_char_tokenizer
-
         text, description = load_text(data.corpus, workspace, data.max_chars, limits, policy)
         if tokenizer is None:
             if data.tokenizer == "char":

@@ -1,9 +1,10 @@
 """Seq2seq validation examples: source/target pairs of the validation split, rebuilt from the pair set's seed."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+from tokenizers import Tokenizer
 from torch import Generator
 
 from playground.data.examples import AnalysisExample, Example, FamilyExamples
@@ -13,6 +14,9 @@ from playground.data.splits import split_indices
 from playground.errors import DataError
 from playground.training.data import PairDataConfig, load_pairs
 from playground.workspace import Workspace
+
+if TYPE_CHECKING:  # bundle imports the family registry, which imports this module
+    from playground.bundle import Bundle
 
 
 class PairExamples(FamilyExamples):
@@ -45,7 +49,7 @@ class PairExamples(FamilyExamples):
         return [AnalysisExample(f"val #{i}: {pairs[i].src}", source=pairs[i].src, reference=pairs[i].tgt,
                                 alignment=pairs[i].alignment) for i in val[:n]]
 
-    def held_out(self, bundle: Any, prepared: Any, tokenizer: Any, n: int, gen: Generator) -> Any:
+    def held_out(self, bundle: Bundle, prepared: Any, tokenizer: Tokenizer | None, n: int, gen: Generator) -> Any:
         """Validation sources in a seeded random order; each explains one step of the model's greedy output."""
         # Function-level: the analysis package is loaded only when an experiment runs (start-up
         # time), and it asks playground.families, which imports this module (a cycle at the top).

@@ -4,7 +4,7 @@ teacher-forced output step over the source tokens, read through the decoder's cr
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
@@ -15,6 +15,9 @@ from playground.analysis.explainer import AnalyzeView, FamilyExplainer, log_prob
 from playground.analysis.query import Query
 from playground.errors import PlaygroundError
 from playground.models.attention import attention_modules
+
+if TYPE_CHECKING:  # bundle imports the family registry, which imports this module
+    from playground.bundle import Bundle
 
 ABOUT = ("**seq2seq** · the model's own greedy output, teacher-forced; every output token is a row. "
          "Type a source sentence (or pick a validation pair); the position picks the output step "
@@ -113,7 +116,7 @@ class Seq2SeqExplainer(FamilyExplainer):
         return query.model(src, dec[:, : row + 1].expand(n, -1))[:, row]  # type: ignore[index]
 
     # -- per input -----------------------------------------------------------------------
-    def prepare(self, bundle: Any, spec: Any, sample: Any, device: str | torch.device) -> Any:
+    def prepare(self, bundle: Bundle, spec: Any, sample: Any, device: str | torch.device) -> Any:
         # inputs asks playground.families, which imports this module: imported here, not at the top
         from playground.analysis.inputs import prepare_seq2seq
 

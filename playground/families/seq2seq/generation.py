@@ -2,15 +2,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+from tokenizers import Tokenizer
 from torch import Tensor
 
 from playground.generation.api import GenerateRequest, source_ids
 from playground.generation.events import Done, SampleResult, StepEvent
 from playground.generation.family import Controls, FamilyGenerator, picked_token
 from playground.generation.seq2seq import stream_beam, stream_greedy
+
+if TYPE_CHECKING:  # bundle imports the family registry, which imports this module
+    from playground.bundle import Bundle
 
 
 class Seq2SeqGenerator(FamilyGenerator):
@@ -23,7 +27,7 @@ class Seq2SeqGenerator(FamilyGenerator):
         prompt_required=True,
     )
 
-    def stream(self, bundle: Any, request: GenerateRequest) -> Iterator[StepEvent | Done]:
+    def stream(self, bundle: Bundle, request: GenerateRequest) -> Iterator[StepEvent | Done]:
         """Greedy decoding (beam width 1) or beam search with GNMT length penalty."""
         src = source_ids(bundle, request.prompt)
         if request.beam_width <= 1:
@@ -50,7 +54,7 @@ class Seq2SeqGenerator(FamilyGenerator):
     def final_output(self, done: Done) -> str | None:
         return done.samples[0].text
 
-    def next_token_logits(self, bundle: Any, prompt: str, target_prefix: Sequence[int] | None = None) -> Tensor:
+    def next_token_logits(self, bundle: Bundle, prompt: str, target_prefix: Sequence[int] | None = None) -> Tensor:
         """Logits [V] of the decoder after <bos> and the target tokens `target_prefix`, for source `prompt`."""
         model = bundle.model
         device = next(model.parameters()).device
@@ -68,7 +72,7 @@ class Seq2SeqGenerator(FamilyGenerator):
         """The source, and the output tokens before token `index`."""
         return sample.prompt, [e.token_id for e in sample.events[:index]]
 
-    def explain_target(self, done: Done, sample: int, index: int, tokenizer: Any = None) -> dict[str, Any]:
+    def explain_target(self, done: Done, sample: int, index: int, tokenizer: Tokenizer | None = None) -> dict[str, Any]:
         """`input` is the source text, `target_position` the index of the target in the output
         (0-based, after <bos>), `output_ids` the output tokens before and including it."""
         result, ev = picked_token(done, sample, index)

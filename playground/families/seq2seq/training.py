@@ -6,11 +6,15 @@ from collections import defaultdict
 from typing import Any
 
 import torch.nn.functional as F
+from tokenizers import Tokenizer
 from torch import Tensor, nn
 
+from playground.data.pairs import pair_set_unit, pair_tokenizer
 from playground.data.policy import DataPolicy
+from playground.data.splits import split_indices
 from playground.errors import DataError
 from playground.generation.seq2seq import greedy_decode
+from playground.tokenization.simple import special_ids
 from playground.training.adapters import FamilyAdapter, Prepared, Preview, plain_model, resolve_tokenizer, to_device
 from playground.training.config import TrainConfig, build_model_config
 from playground.training.data import (
@@ -30,12 +34,8 @@ class Seq2SeqAdapter(FamilyAdapter):
     unit = "tokens"
 
     def prepare(self, data: PairDataConfig, model_values: dict[str, Any], workspace: Workspace | None,
-                tokenizer: Any | None = None, limits: Any | None = None,
+                tokenizer: Tokenizer | None = None, limits: Any | None = None,
                 policy: DataPolicy | None = None) -> Prepared:
-        from playground.data.pairs import pair_set_unit, pair_tokenizer
-        from playground.data.splits import split_indices
-        from playground.tokenization.simple import special_ids
-
         examples = load_pairs(data, policy, workspace)
         train_idx, val_idx = split_indices(len(examples), data.val_fraction, data.seed)
         unit = pair_set_unit(data.pairs)

@@ -1,10 +1,11 @@
 """ViT's validation examples: images of the validation split, rebuilt from the data's seed."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
+from tokenizers import Tokenizer
 from torch import Generator
 
 from playground.data.examples import AnalysisExample, Example, FamilyExamples
@@ -14,6 +15,9 @@ from playground.data.splits import split_indices
 from playground.errors import DataError
 from playground.training.data import ImageDataConfig
 from playground.workspace import Workspace
+
+if TYPE_CHECKING:  # bundle imports the family registry, which imports this module
+    from playground.bundle import Bundle
 
 
 def display_image(chw: np.ndarray, min_size: int = 128) -> np.ndarray:
@@ -69,7 +73,7 @@ class ImageExamples(FamilyExamples):
                                        None if images.masks is None else images.masks[i], lab))
         return out
 
-    def held_out(self, bundle: Any, prepared: Any, tokenizer: Any, n: int, gen: Generator) -> Any:
+    def held_out(self, bundle: Bundle, prepared: Any, tokenizer: Tokenizer | None, n: int, gen: Generator) -> Any:
         """Validation images in a seeded random order; each explains its predicted class."""
         # Function-level: the analysis package is loaded only when an experiment runs (start-up
         # time), and it asks playground.families, which imports this module (a cycle at the top).

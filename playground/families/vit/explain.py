@@ -4,18 +4,22 @@ pools by CLS; a ViT that pools by mean has no single row that produces its outpu
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from PIL import Image
 from torch import Tensor, nn
 
+from playground.analysis.explain.pointing import patch_mask
 from playground.analysis.explain.propagation import entropy
 from playground.analysis.explainer import AnalyzeView, FamilyExplainer
 from playground.analysis.query import Query
 from playground.errors import PlaygroundError
 from playground.models.attention import attention_modules
+
+if TYPE_CHECKING:  # bundle imports the family registry, which imports this module
+    from playground.bundle import Bundle
 
 ABOUT = ("**ViT** · explains a class logit over the image's patches. Upload an image or pick a "
          "validation sample (vit-shapes samples carry the object mask: pointing game).")
@@ -131,7 +135,7 @@ class ClassifierExplainer(FamilyExplainer):
         return mask.nonzero().flatten() + (1 if query.cls_token else 0)  # the CLS key stays put
 
     # -- per input -----------------------------------------------------------------------
-    def prepare(self, bundle: Any, spec: Any, sample: Any, device: str | torch.device) -> Any:
+    def prepare(self, bundle: Bundle, spec: Any, sample: Any, device: str | torch.device) -> Any:
         # inputs asks playground.families, which imports this module: imported here, not at the top
         from playground.analysis.inputs import prepare_classifier
 
@@ -152,7 +156,6 @@ class ClassifierExplainer(FamilyExplainer):
         return patches.reshape(*patches.shape[:2], rows_, cols), ent, [], [], "grid"
 
     def importance_chart(self, result: Any) -> Any:
-        from playground.analysis.explain.pointing import patch_mask
         from playground.charts.analysis import patch_grids_chart  # plotting loads late (start-up time)
 
         p = result.prepared

@@ -2,11 +2,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from tokenizers import Tokenizer
 
 from playground.errors import DataError, PlaygroundError
 from playground.generation.family import Controls, FamilyGenerator
 from playground.generation.vision import Classification, classify
+
+if TYPE_CHECKING:  # bundle imports the family registry, which imports this module
+    from playground.bundle import Bundle
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff"}
 
@@ -24,14 +29,14 @@ class ClassifierGenerator(FamilyGenerator):
         hint="Upload an image; the model gives class probabilities.", pick_label="Pick a class",
     )
 
-    def check_input(self, bundle: Any, image: Any) -> None:
+    def check_input(self, bundle: Bundle, image: Any) -> None:
         """Always a DataError: asked to generate, an image classifier says it takes images."""
         raise DataError(
             f"{bundle.name!r} is an image classifier (ViT): it classifies images, it does not read text. "
             "Upload an image instead (CLI: --image PATH)."
         )
 
-    def classify(self, bundle: Any, image: Any, invert: bool = False) -> Classification:
+    def classify(self, bundle: Bundle, image: Any, invert: bool = False) -> Classification:
         """Class probabilities of `image` (a file path, array or PIL image), most likely first."""
         if image is None:
             raise DataError("Upload an image to classify.")
@@ -39,7 +44,7 @@ class ClassifierGenerator(FamilyGenerator):
             raise DataError(f"{bundle.name!r} is an image classifier (ViT): give an image, not text.")
         return classify(bundle.model, image, bundle.class_names, invert=invert)
 
-    def handoff(self, state: dict[str, Any], picked: str | None, tokenizer: Any = None) -> dict[str, Any]:
+    def handoff(self, state: dict[str, Any], picked: str | None, tokenizer: Tokenizer | None = None) -> dict[str, Any]:
         """The picked class "c:k" of the tab's last classification (image file, invert, class names)."""
         if not picked or not str(picked).startswith("c:"):
             raise PlaygroundError("Classify an image, then pick a class to explain.")

@@ -6,9 +6,12 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from tokenizers import Tokenizer
 from torch import Tensor, nn
 
+from playground.data.images import load_image_set
 from playground.data.policy import DataPolicy, default_policy
+from playground.data.splits import split_indices
 from playground.errors import ConfigError
 from playground.training.adapters import FamilyAdapter, Prepared, Preview, to_device
 from playground.training.config import TrainConfig, build_model_config
@@ -41,11 +44,8 @@ class ViTAdapter(FamilyAdapter):
     unit = "samples"
 
     def prepare(self, data: ImageDataConfig, model_values: dict[str, Any], workspace: Workspace | None,
-                tokenizer: Any | None = None, limits: Any | None = None,
+                tokenizer: Tokenizer | None = None, limits: Any | None = None,
                 policy: DataPolicy | None = None) -> Prepared:
-        from playground.data.images import load_image_set
-        from playground.data.splits import split_indices
-
         opts: dict[str, Any] = {}
         if data.dataset == "shapes":
             opts = {"image_size": data.image_size, "classes": list(data.classes)}
@@ -99,7 +99,7 @@ class ViTAdapter(FamilyAdapter):
         return {"val_loss": loss, "accuracy": (pred == labels).float().mean().item()}
 
     def preview(self, model: nn.Module, prep: Prepared, cfg: TrainConfig, caps: DeviceCaps) -> Preview:
-        from sklearn.metrics import confusion_matrix
+        from sklearn.metrics import confusion_matrix  # function-level: scikit-learn adds ~1 s to the app's start
 
         pred, labels, _ = self._predict(model, prep, cfg, caps)
         k = len(prep.class_names)
