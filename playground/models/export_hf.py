@@ -3,7 +3,8 @@
 GPT-2 is pre-LN, LayerNorm, learned absolute positions, tied embeddings, a 4-Linear attention
 with fused qkv and a 2-Linear MLP. What maps exactly: learned positions (and sinusoidal /
 none, written as fixed position vectors), ffn gelu (tanh approx., GPT-2's ``gelu_new``),
-gelu_exact and relu, bias=False (written as zero biases), attn_scale on or off. RoPE, ALiBi,
+gelu_exact and relu, bias=False (written as zero biases), attn_scale on or off (off: the
+queries are written times sqrt(head_dim), which GPT-2's scaling divides out). RoPE, ALiBi,
 RMSNorm, post-LN and SwiGLU have no GPT-2 equivalent and are refused.
 """
 
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from tokenizers import Tokenizer
 from torch import Tensor, nn
 
 from playground.errors import ConfigError, PlaygroundError
@@ -48,14 +50,14 @@ def check_gpt2_compatible(config: GPTConfig) -> None:
 
 
 def _hf_config(config: GPTConfig, eos_id: int | None) -> Any:
-    from transformers import GPT2Config
+    from transformers import GPT2Config  # function-level: transformers is optional (an extra) and takes ~3 s to import
 
     return GPT2Config(
         vocab_size=config.vocab_size, n_positions=config.block_size, n_embd=config.d_model,
         n_layer=config.n_layer, n_head=config.n_head, n_inner=config.d_ff or 4 * config.d_model,
         activation_function=HF_ACTIVATION[config.ffn], resid_pdrop=config.dropout,
         embd_pdrop=config.emb_dropout, attn_pdrop=config.attn_dropout, layer_norm_epsilon=1e-5,
-        scale_attn_weights=config.attn_scale, tie_word_embeddings=True,
+        scale_attn_weights=True, tie_word_embeddings=True,  # attn_scale off: folded into the queries
         bos_token_id=eos_id, eos_token_id=eos_id,
     )
 
@@ -82,16 +84,23 @@ def gpt2_state_dict(model: GPT) -> dict[str, Tensor]:
         "transformer.wpe.weight": wpe,
         "lm_head.weight": model.tok_emb.weight,
     }
+    # Without attn_scale our scores are q·k; GPT-2 always divides by sqrt(head_dim) in practice
+    # (transformers before 5.x ignores scale_attn_weights=False on its default SDPA path), so
+    # the queries are exported times sqrt(head_dim): q'·k / sqrt(hd) = q·k in every version.
+    q_gain = 1.0 if c.attn_scale else (D // c.n_head) ** 0.5
     for i, block in enumerate(model.blocks):
         p = f"transformer.h.{i}"
         sd |= norm(f"{p}.ln_1", block.ln1) | norm(f"{p}.ln_2", block.ln2)
-        sd |= linear(f"{p}.attn.c_attn", block.attn.qkv) | linear(f"{p}.attn.c_proj", block.attn.out_proj)
+        qkv = linear(f"{p}.attn.c_attn", block.attn.qkv)  # weight [D, 3D] (q, k, v columns), bias [3D]
+        gain = torch.ones(3 * D)
+        gain[:D] = q_gain
+        sd |= {k: v * gain for k, v in qkv.items()} | linear(f"{p}.attn.c_proj", block.attn.out_proj)
         sd |= linear(f"{p}.mlp.c_fc", block.mlp.fc) | linear(f"{p}.mlp.c_proj", block.mlp.proj)
     sd |= norm("transformer.ln_f", model.ln_f)
     return {k: v.detach().float().cpu().contiguous() for k, v in sd.items()}
 
 
-def _eos_id(tokenizer: Any | None) -> tuple[int | None, str | None]:
+def _eos_id(tokenizer: Tokenizer | None) -> tuple[int | None, str | None]:
     if tokenizer is None:
         return None, None
     for tok in EOS_CANDIDATES:
@@ -101,16 +110,16 @@ def _eos_id(tokenizer: Any | None) -> tuple[int | None, str | None]:
     return None, None
 
 
-def export_hf_gpt2(model: nn.Module, config: GPTConfig, out_dir: str | Path, tokenizer: Any | None = None) -> Path:
+def export_hf_gpt2(model: nn.Module, config: GPTConfig, out_dir: str | Path, tokenizer: Tokenizer | None = None) -> Path:
     """Write ``model`` as a transformers GPT2LMHeadModel into ``out_dir`` (config.json +
     model.safetensors; tokenizer.json + tokenizer_config.json when a tokenizers.Tokenizer is
     given). Returns out_dir. Load with ``GPT2LMHeadModel.from_pretrained(out_dir)``."""
     if not isinstance(model, GPT) or not isinstance(config, GPTConfig):
         raise ConfigError("Only GPT models can be exported to GPT-2 format.")
     check_gpt2_compatible(config)
-    try:
+    try:  # function-level: transformers is optional (an extra) and takes ~3 s to import
         from transformers import GPT2LMHeadModel
-    except ImportError as exc:  # pragma: no cover - transformers is a project dependency
+    except ImportError as exc:  # pragma: no cover - transformers comes with the test and bench extras
         raise PlaygroundError("Exporting needs the `transformers` package: pip install transformers.") from exc
 
     eos_id, eos_token = _eos_id(tokenizer)
