@@ -64,6 +64,8 @@ def _short_run(preset: str, overrides: dict[str, str], steps: int, warmup: int) 
                 last = ev
                 break
         events.close()
+        if first is None or last is None or last.step == first.step:
+            raise SystemExit(f"bench gpu: no log steps around steps {warmup}..{total}; lower train.log_interval")
         cfg, mc = run.spec.train, run.prep.model_config
         tokens = (last.step - first.step) * cfg.batch_size * cfg.grad_accum * mc.block_size
         rate = tokens / (last.elapsed_s - first.elapsed_s)
