@@ -37,7 +37,8 @@ def _line(ok: bool, what: str, detail: str = "") -> bool:
     return ok
 
 
-def _short_run(preset: str, overrides: dict[str, str], steps: int, warmup: int) -> tuple[float, float | None, float, bool]:
+def short_run(preset: str, overrides: dict[str, str], steps: int, warmup: int,
+              device: str = "cuda") -> tuple[float, float | None, float, bool]:
     """(tokens/s, MFU, last loss, fused AdamW) of engine steps between the first log step at or
     after `warmup` and the first at or after `warmup + steps`, timed by the engine's own clock
     (a read-back at every log step, so the device's queued work is inside the window)."""
@@ -52,7 +53,7 @@ def _short_run(preset: str, overrides: dict[str, str], steps: int, warmup: int) 
                  "train.eval_interval": str(10 * total), "train.preview": "false", "train.save_optimizer": "false"}
     root = Path(tempfile.mkdtemp(prefix="playground-bench-gpu-"))
     try:
-        run, _ = _setup(load_preset(preset), Workspace(root), "bench-gpu", overrides, "cuda", False, None, DistInfo())
+        run, _ = _setup(load_preset(preset), Workspace(root), "bench-gpu", overrides, device, False, None, DistInfo())
         events = _loop(run, [], None)
         first = last = None
         for ev in events:
@@ -70,7 +71,7 @@ def _short_run(preset: str, overrides: dict[str, str], steps: int, warmup: int) 
         tokens = (last.step - first.step) * cfg.batch_size * cfg.grad_accum * mc.block_size
         rate = tokens / (last.elapsed_s - first.elapsed_s)
         flops = get_family(run.spec.family).sizes.train_flops_per_unit(mc)
-        peak = device_peak("cuda", run.caps.autocast_dtype, run.caps.tf32)
+        peak = device_peak(run.caps.device, run.caps.autocast_dtype, run.caps.tf32)
         return rate, mfu(rate, flops, peak), last.train_loss, bool(run.optimizer.defaults.get("fused"))
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -128,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     }
     results = {}
     for label, ov in runs.items():
-        rate, mfu, loss, fused = _short_run(args.preset, ov, args.steps, args.warmup)
+        rate, mfu, loss, fused = short_run(args.preset, ov, args.steps, args.warmup)
         results[label] = rate
         shown = f", MFU {100 * mfu:.1f}%" if mfu is not None else ""
         ok &= _line(fused and math.isfinite(loss), label,
