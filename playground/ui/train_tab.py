@@ -42,6 +42,7 @@ from playground.training.config import TrainConfig, preset_to_toml
 from playground.ui.components import Chart
 from playground.ui.context import AppContext, user_errors
 from playground.ui.tables import Table
+from playground.ui.updates import Updates
 from playground.workspace import Workspace, validate_name
 
 INTRO = (
@@ -370,23 +371,45 @@ class LiveRun:
         return loss_chart(self.curves()), lr_chart(steps), throughput_chart(steps.dropna(subset=["throughput"]), self.unit)
 
 
-def _preview_outputs(preview: Any) -> tuple[Any, Any, Any]:
-    """(sample text, confusion plot, translations table) updates for a Preview."""
+@dataclass(frozen=True)
+class Preview(Updates):
+    """The three preview widgets; the family's evaluations fill one of them."""
+
+    sample: Any = dataclasses.field(default_factory=gr.skip)  # a generated text (GPT)
+    confusion: Any = dataclasses.field(default_factory=gr.skip)  # a confusion matrix (ViT)
+    translations: Any = dataclasses.field(default_factory=gr.skip)  # a few translations (seq2seq)
+
+
+@dataclass(frozen=True)
+class RunView(Updates):
+    """What a run shows as it goes (a field left at gr.skip() keeps what is on screen)."""
+
+    status: Any
+    loss_plot: Any = dataclasses.field(default_factory=gr.skip)
+    lr_plot: Any = dataclasses.field(default_factory=gr.skip)
+    tput_plot: Any = dataclasses.field(default_factory=gr.skip)
+    preview: Preview = dataclasses.field(default_factory=Preview)
+    metrics_csv: Any = dataclasses.field(default_factory=gr.skip)
+    run_state: Any = dataclasses.field(default_factory=gr.skip)
+    version: Any = dataclasses.field(default_factory=gr.skip)  # the workspace version: other tabs refresh their lists
+
+
+def _preview_outputs(preview: Any) -> Preview:
+    """The preview widget an evaluation's preview fills."""
     if preview is None:
-        return gr.skip(), gr.skip(), gr.skip()
+        return Preview()
     if preview.kind == "text":
-        return preview.text, gr.skip(), gr.skip()
+        return Preview(sample=preview.text)
     if preview.kind == "confusion":
-        return gr.skip(), confusion_chart(preview.matrix, preview.labels), gr.skip()
-    table = pd.DataFrame(preview.rows or [], columns=["source", "reference", "prediction", "correct"])
-    return gr.skip(), gr.skip(), table
+        return Preview(confusion=confusion_chart(preview.matrix, preview.labels))
+    return Preview(translations=pd.DataFrame(preview.rows or [], columns=["source", "reference", "prediction", "correct"]))
 
 
-def _preview_visibility(family: str) -> tuple[Any, Any, Any]:
+def _preview_visibility(family: str) -> Preview:
     """Show the one preview widget the family's evaluations fill, empty."""
     kind = get_family(family).train_ui.preview
-    return (gr.update(visible=kind == "text", value=""), gr.update(visible=kind == "confusion", value=None),
-            gr.update(visible=kind == "translations", value=None))
+    return Preview(gr.update(visible=kind == "text", value=""), gr.update(visible=kind == "confusion", value=None),
+                   gr.update(visible=kind == "translations", value=None))
 
 
 def _csv(frame: pd.DataFrame, stem: str) -> str:
@@ -400,7 +423,7 @@ TRAIN_TARGET = "playground.training.engine:train"
 
 
 def _run_events(workspace: Workspace, settings: Settings, preset: Preset | None, name: str, resume: bool,
-                overrides: dict[str, Any] | None, version: int) -> Iterator[tuple[Any, ...]]:
+                overrides: dict[str, Any] | None, version: int) -> Iterator[RunView]:
     """Drive the engine and turn its events into this tab's outputs (throttled)."""
     from playground.training.engine import train
 
@@ -421,8 +444,9 @@ def _run_events(workspace: Workspace, settings: Settings, preset: Preset | None,
             if ev.kind == "start":
                 if family is None:  # Resume: the run's checkpoint (already loaded by the engine) says
                     family = workspace.get("models", name).meta["family"]
-                yield (progress_html(ev.step, ev.max_steps, ev.message), *live.charts(),
-                       *_preview_visibility(family), gr.skip(), {"name": name, "started": started}, version)
+                yield RunView(progress_html(ev.step, ev.max_steps, ev.message), *live.charts(),
+                              preview=_preview_visibility(family), run_state={"name": name, "started": started},
+                              version=version)
                 continue
             if ev.kind == "step" and time.monotonic() - last_yield < UI_INTERVAL_S:
                 continue
@@ -434,21 +458,20 @@ def _run_events(workspace: Workspace, settings: Settings, preset: Preset | None,
                     lr, tput = gr.skip(), gr.skip()
                 else:
                     last_side = last_yield
-                yield (progress_html(ev.step, ev.max_steps, text, ev.eta_s), loss, lr, tput,
-                       gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip())
+                yield RunView(progress_html(ev.step, ev.max_steps, text, ev.eta_s), loss, lr, tput)
             elif ev.kind == "eval":
                 version += 1  # a checkpoint was written: Generate / Analyze refresh their lists
                 extra = " · ".join(f"{k} {v:.3f}" for k, v in ev.metrics.items() if k in ("accuracy", "exact_match"))
                 text = f"val loss {ev.val_loss:.4f}" + (f" · {extra}" if extra else "") + f" · saved as {name}"
-                yield (progress_html(ev.step, ev.max_steps, text, ev.eta_s), *live.charts(),
-                       *_preview_outputs(ev.preview), _csv(pd.DataFrame(live.evals), f"{name}-metrics"),
-                       gr.skip(), version)
+                yield RunView(progress_html(ev.step, ev.max_steps, text, ev.eta_s), *live.charts(),
+                              preview=_preview_outputs(ev.preview),
+                              metrics_csv=_csv(pd.DataFrame(live.evals), f"{name}-metrics"), version=version)
             elif ev.kind in ("done", "stopped"):
                 state = "done" if ev.kind == "done" else "stopped"
                 text = (f"finished · val loss {ev.val_loss:.4f} · saved as {name}" if ev.kind == "done"
                         else ev.message)
-                yield (progress_html(ev.step, ev.max_steps, text, None, state), *live.charts(),
-                       gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), version + (ev.kind == "stopped"))
+                yield RunView(progress_html(ev.step, ev.max_steps, text, None, state), *live.charts(),
+                              version=version + (ev.kind == "stopped"))
     finally:
         events.close()  # a Stop (gradio closes this generator) closes the engine, which saves a checkpoint
 
@@ -671,8 +694,9 @@ def build(ctx: AppContext) -> None:
                   **private).then(
         form_updates, [toml], widgets, queue=False, **private)
 
-    outputs = [status, loss_plot, lr_plot, tput_plot, sample, confusion, translations, metrics_csv, run_state,
-               ctx.workspace_version]
+    outputs = RunView.wire(status=status, loss_plot=loss_plot, lr_plot=lr_plot, tput_plot=tput_plot,
+                           preview=Preview.wire(sample=sample, confusion=confusion, translations=translations),
+                           metrics_csv=metrics_csv, run_state=run_state, version=ctx.workspace_version)
     # Start and Resume: first the form as shown goes into the TOML (at the click, client-side
     # values), then the run reads that TOML; a field left empty stops here with a message.
     form_first = dict(fn=user_errors(form_to_run), inputs=[toml, tokenizer, *widgets], outputs=[toml, run_state],

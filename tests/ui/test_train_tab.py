@@ -106,14 +106,15 @@ def test_start_streams_progress_charts_previews_and_bumps_the_version(workspace,
     settings = make_settings(workspace.root, device="cpu")
     toml = _tiny_toml("gpt", corpus, max_steps=8, eval_interval=4)
     updates = list(tt.start_training(workspace, settings, "tiny", toml, "ui-run", False, 3))
-    status, loss, lr, tput, sample, confusion, table, csv, run, version = updates[-1]
-    assert 'data-state="done"' in status and "saved as ui-run" in status
-    assert loss is not None and lr is not None and tput is not None
-    assert updates[-1][-1] == 5  # two checkpoints written -> version + 2
-    assert updates[0][8]["name"] == "ui-run" and updates[0][8]["started"] > 0
-    samples = [u[4] for u in updates if isinstance(u[4], str) and u[4]]
+    last = updates[-1]
+    assert 'data-state="done"' in last.status and "saved as ui-run" in last.status
+    assert last.loss_plot is not None and last.lr_plot is not None and last.tput_plot is not None
+    assert last.version == 5  # two checkpoints written -> version + 2
+    assert updates[0].run_state["name"] == "ui-run" and updates[0].run_state["started"] > 0
+    assert len(last.values()) == 10  # what gradio gets: the preview's three widgets spliced in
+    samples = [u.preview.sample for u in updates if isinstance(u.preview.sample, str) and u.preview.sample]
     assert samples, "the GPT preview is a text sample"
-    csvs = [u[7] for u in updates if isinstance(u[7], str)]
+    csvs = [u.metrics_csv for u in updates if isinstance(u.metrics_csv, str)]
     assert csvs and Path(csvs[-1]).read_text().startswith("step,")
     assert workspace.get("models", "ui-run").meta["step"] == 8
 
@@ -125,7 +126,7 @@ def test_stop_closes_only_this_run_and_resume_continues(workspace, corpus):
     settings = make_settings(workspace.root, device="cpu")
     toml = _tiny_toml("gpt", corpus, max_steps=400, eval_interval=1000, log_interval=1, preview=False)
     gen = tt.start_training(workspace, settings, "tiny", toml, "stoppable", False, 0)
-    run = next(gen)[8]  # start: the session's run state
+    run = next(gen).run_state  # start: the session's run state
     next(gen)  # a few steps in
     gen.close()  # what Stop's cancels=[...] does to this session's handler
     meta = workspace.get("models", "stoppable").meta
@@ -141,7 +142,7 @@ def test_stop_closes_only_this_run_and_resume_continues(workspace, corpus):
 
     resume_toml = tt.set_field("train.max_steps", toml, meta["step"] + 3)
     updates = list(tt.resume_training(workspace, settings, resume_toml, "stoppable", 0))
-    assert 'data-state="done"' in updates[-1][0]
+    assert 'data-state="done"' in updates[-1].status
     assert workspace.get("models", "stoppable").meta["step"] == meta["step"] + 3
 
 
@@ -152,7 +153,7 @@ def test_resume_shows_the_whole_curve(workspace, corpus):
     list(tt.start_training(workspace, settings, "tiny", toml, "curve", False, 0))
     more = tt.set_field("train.max_steps", toml, 9)
     updates = list(tt.resume_training(workspace, settings, more, "curve", 0))
-    curve = updates[-1][1].data  # the loss chart's data: step, split, loss
+    curve = updates[-1].loss_plot.data  # the loss chart's data: step, split, loss
     assert curve["step"].min() == 2 and curve["step"].max() == 9  # from the first evaluation on
     assert sorted(curve[curve["split"] == "val"]["step"]) == [2, 4, 6, 8, 9]
 
@@ -167,7 +168,7 @@ def test_start_reads_the_form_not_a_stale_toml(workspace, corpus):
     ran, run_state = tt.form_to_run(toml, "char", *values)  # Start's first step, then the run reads `ran`
     assert run_state == {} and parse_preset(ran).train["max_steps"] == 5
     updates = list(tt.start_training(workspace, settings, "tiny", ran, "form-run", False, 0))
-    assert 'data-step="5"' in updates[-1][0]
+    assert 'data-step="5"' in updates[-1].status
     assert workspace.get("models", "form-run").meta["step"] == 5
 
     values[steps] = None  # a cleared box is refused with what to do, not a traceback
