@@ -334,7 +334,7 @@ def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, abou
     checkpoint.change(ctx.per_user(checkpoint_changed), [ctx.user, checkpoint, handoff], controls,
                       api_name="analyze_checkpoint", queue=False, show_progress="hidden")
     image.upload(lambda: gr.update(value=None), None, [sample], queue=False, show_progress="hidden",
-                 api_name=False)
+                 api_visibility="private")
 
     def _run(space, checkpoint, text, image, sample, position, target, methods, layer, head, ig_steps, ig_auto, handoff,
              progress=gr.Progress()):
@@ -346,7 +346,7 @@ def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, abou
                           queue=False, show_progress="hidden").then(
         ctx.per_user(_run), [ctx.user, checkpoint, text, image, sample, position, target, methods, layer, head, ig_steps, ig_auto, handoff],
         shown, api_name="analyze", **ctx.analysis())
-    stop_btn.click(None, None, None, cancels=[event], api_name=False)
+    stop_btn.click(None, None, None, cancels=[event], api_visibility="private")
     ctx.selection.change(ctx.per_user(from_selection), [ctx.user, ctx.selection],
                          Selection.wire(checkpoint=checkpoint, handoff=handoff, controls=controls),
                          api_name="analyze_from_selection", queue=False,
