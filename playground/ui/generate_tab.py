@@ -6,8 +6,10 @@ one gr.State holding the last result (tokens and probabilities, no model).
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -254,9 +256,23 @@ def _alignment_plot(sample):
     return alignment_chart(df), df
 
 
+@dataclass(frozen=True)
+class Generation(Updates):
+    """A generation as it streams (the partial text and a count) and when done (everything)."""
+
+    output: Any  # generated text (HTML)
+    stats: Any  # the stats line
+    table: Any = dataclasses.field(default_factory=gr.skip)  # one row per generated token
+    align_plot: Any = dataclasses.field(default_factory=gr.skip)
+    result: Any = dataclasses.field(default_factory=gr.skip)  # state: what "Explain in Analyze" hands over
+    picker: Any = dataclasses.field(default_factory=gr.skip)  # "pick a generated token"
+    table_csv: Any = dataclasses.field(default_factory=gr.skip)
+    align_csv: Any = dataclasses.field(default_factory=gr.skip)
+
+
 def generate_text(env: Env, name, prompt, temperature, top_k, top_p, min_p, rep, freq, pres, max_new, seed,
-                  num_samples, stop, beam_width, length_penalty):
-    """Stream generation: yields (html, stats, table, alignment plot, state, picker, table csv, alignment csv)."""
+                  num_samples, stop, beam_width, length_penalty) -> Iterator[Generation]:
+    """Stream generation: the partial text every few hundred ms, then the whole result."""
     from playground.errors import ConfigError
     from playground.generation.api import GenerateRequest, check_request_sizes, stream
     from playground.generation.events import Done
@@ -277,7 +293,6 @@ def generate_text(env: Env, name, prompt, temperature, top_k, top_p, min_p, rep,
     head = (prompt or "") if controls.echo_prompt else ""
     partial: list[list] = [[] for _ in range(request.num_samples)]
     last = 0.0
-    skip = gr.skip()
     for event in stream(bundle, request):
         if isinstance(event, Done):
             done = event
@@ -287,14 +302,14 @@ def generate_text(env: Env, name, prompt, temperature, top_k, top_p, min_p, rep,
         if now - last >= STREAM_EVERY_S and now - last >= _stream_every(bundle):
             last = now
             html = _outputs_html([(head, ev) for ev in partial])
-            yield html, f"generating… {sum(map(len, partial))} tokens", skip, skip, skip, skip, skip, skip
+            yield Generation(html, f"generating… {sum(map(len, partial))} tokens")
     state = {"checkpoint": bundle.name, "family": bundle.family, "done": done}
     html = _final_html(state)
     table = pd.concat([token_table(s.events, i) for i, s in enumerate(done.samples)], ignore_index=True)
     plot, align_df = _alignment_plot(done.samples[0]) if controls.alignment else (None, None)
     choices = _picker_choices(done)
-    yield (html, _stats(done, generator), table, plot, state, gr.update(choices=choices, value=None),
-           _csv(table, "tokens"), _csv(align_df, "alignment"))
+    yield Generation(html, _stats(done, generator), table, plot, state, gr.update(choices=choices, value=None),
+                     _csv(table, "tokens"), _csv(align_df, "alignment"))
 
 
 def _stream_every(bundle) -> float:
@@ -493,7 +508,8 @@ def build(ctx: AppContext) -> None:
         U(generate_text),
         [ctx.user, model, prompt, temperature, top_k, top_p, min_p, rep, freq, pres, max_new, seed, num_samples, stop,
          beam_width, length_penalty],
-        [output, stats, table, align_plot, result, picker, table_csv, align_csv],
+        Generation.wire(output=output, stats=stats, table=table, align_plot=align_plot, result=result, picker=picker,
+                        table_csv=table_csv, align_csv=align_csv),
         api_name="generate_text", show_progress="minimal", **_generate_lane(ctx),
     )
     cls_event = classify_btn.click(None, None, [stats], js="() => 'Classifying…'", queue=False,

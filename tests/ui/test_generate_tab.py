@@ -87,7 +87,7 @@ def test_select_model_adapts_controls(env, workspace):
 
 def test_generate_streams_and_fills_table_picker_and_state(env):
     outs = _gen(env, "g", max_new=12)
-    html, stats, table, _, state, picker, table_csv, _ = outs[-1]
+    html, stats, table, _, state, picker, table_csv, _ = outs[-1].values()
     assert html.count("data-index=") == 12
     assert "12 tokens" in stats
     assert isinstance(table, pd.DataFrame) and len(table) == 12
@@ -107,16 +107,16 @@ def test_generate_streams_and_fills_table_picker_and_state(env):
 def test_demo_cap_limits_new_tokens(workspace):
     _save_gpt(workspace, "g")
     capped = Env(workspace, "cpu", 5)
-    state = _gen(capped, "g", max_new=50)[-1][4]
+    state = _gen(capped, "g", max_new=50)[-1].result
     assert len(state["done"].samples[0].ids) == 5
 
 
 def test_several_samples_and_seed(env):
     a = _gen(env, "g", max_new=8, seed=11, num_samples=3, temperature=1.5)[-1]
     b = _gen(env, "g", max_new=8, seed=11, num_samples=3, temperature=1.5)[-1]
-    assert [s.ids for s in a[4]["done"].samples] == [s.ids for s in b[4]["done"].samples]
-    assert a[0].count("Sample ") == 3 and len(a[2]) == 24
-    assert "seed **11**" in a[1]
+    assert [s.ids for s in a.result["done"].samples] == [s.ids for s in b.result["done"].samples]
+    assert a.output.count("Sample ") == 3 and len(a.table) == 24
+    assert "seed **11**" in a.stats
 
 
 def test_distribution_follows_the_knobs_and_the_picked_token(env):
@@ -126,7 +126,7 @@ def test_distribution_follows_the_knobs_and_the_picked_token(env):
     assert df[df.stage == "after top-k"]["kept"].sum() == 3
     _, csv1 = distribution(env, "g", "the", 1.0, 1, 1.0, 0.0, None, None)
     assert pd.read_csv(csv1).query("stage == 'after top-k'")["kept"].sum() == 1
-    state = _gen(env, "g", max_new=6)[-1][4]
+    state = _gen(env, "g", max_new=6)[-1].result
     _, csv2 = distribution(env, "g", "the", 1.0, 0, 1.0, 0.0, state, "0:4")
     df2 = pd.read_csv(csv2)
     # before token #4 the most likely token under greedy decoding is token #4 itself
@@ -137,10 +137,10 @@ def test_distribution_follows_the_knobs_and_the_picked_token(env):
 
 
 def test_pick_token_outline_table_select_and_explain(env):
-    state = _gen(env, "g", max_new=6)[-1][4]
+    state = _gen(env, "g", max_new=6)[-1].result
     html = show_token(state, "0:2")
     assert html.count("outline:2px") == 1
-    table = _gen(env, "g", max_new=6)[-1][2]
+    table = _gen(env, "g", max_new=6)[-1].table
 
     class Evt:
         index = [4, 1]
@@ -161,7 +161,7 @@ def test_seq2seq_generate_gives_alignment(workspace):
 
     _seq2seq_bundle(workspace, "transformer_seq2seq", "t")
     env = Env(workspace, "cpu", None)
-    html, stats, table, plot, state, picker, _, align_csv = _gen(env, "t", prompt="abcd", max_new=10, beam_width=3, alpha=0.6)[-1]
+    html, stats, table, plot, state, picker, _, align_csv = _gen(env, "t", prompt="abcd", max_new=10, beam_width=3, alpha=0.6)[-1].values()
     assert plot is not None and "beam 3" in stats
     df = pd.read_csv(align_csv)
     sample = state["done"].samples[0]
