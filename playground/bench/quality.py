@@ -269,6 +269,8 @@ def _sync(device: str) -> None:
 def make_peer(prep: Any, windows: list, args: argparse.Namespace, r: dict[str, Any]) -> Contender:
     import torch
 
+    from playground.families import get_family
+    from playground.models.gpt import GPTConfig as OurGPTConfig
     from playground.training.device import device_caps
 
     device = args.device
@@ -322,8 +324,11 @@ def make_peer(prep: Any, windows: list, args: argparse.Namespace, r: dict[str, A
         model.train()
         return sum(losses) / len(losses)
 
-    n_matmul = sum(p.numel() for p in model.parameters()) - model.transformer.wpe.weight.numel()
-    flops = 6 * n_matmul + 12 * r["n_layer"] * r["n_embd"] * T
+    # nanoGPT's model is our GPT with bias off and exact GELU (tests/bench/test_quality.py): the
+    # family's own FLOPs estimate counts it
+    same_shape = OurGPTConfig(vocab_size=conf.vocab_size, block_size=T, n_layer=r["n_layer"], n_head=r["n_head"],
+                              d_model=r["n_embd"], bias=False, ffn="gelu_exact")
+    flops = get_family("gpt").sizes.train_flops_per_unit(same_shape)
     label = r["name"] + (f" ({args.nanogpt}/model.py)" if args.nanogpt else " (re-implemented)")
     label += f", {caps.describe()}" + (", torch.compile" if compiled is not model else "")
     return Contender(label, r["name"], max_steps, train_steps, evaluate, tokens_per_step=B * T, flops_per_token=flops)
