@@ -15,9 +15,10 @@ One step of the worker:
 2. **prefill**: requests that just joined, or whose context window jumped (see `lm.py`),
    feed their window; windows of the same width go through the model together, with an
    ordinary `KVCache`, whose keys/values are then copied into their rows.
-3. **sample**: each request samples from its own rows of the logits with its own sampler
-   and `torch.Generator`, exactly as `stream_lm` does alone, so a user gets the tokens
-   they would get alone with the same seed.
+3. **sample**: requests with the same sampling settings (and no penalties) are filtered and
+   drawn in one call over all their rows; each draws its rows' random numbers from its own
+   `torch.Generator`, in the order `stream_lm` draws them alone, so a user gets the tokens
+   they would get alone with the same seed. Other requests sample alone.
 
 Batched logits equal single logits up to float rounding (batched matrix products and the
 masked attention sum in another order): on the shipped demo GPT, 8 rows at positions 1 to 62,
@@ -55,7 +56,7 @@ from torch import Tensor, nn
 
 from playground.errors import TooBigError
 from playground.generation.events import Done, StepEvent
-from playground.generation.lm import LMRun, run_alone
+from playground.generation.lm import Draw, LMRun, run_alone, sample_together
 from playground.models.attention import KVCache
 
 ENV_SWITCH = "PLAYGROUND_GENERATE_BATCHING"
@@ -312,12 +313,14 @@ class GPTBatcher:
                     by_width[job.feed.shape[1]].append(job)  # type: ignore[union-attr]
             for group in by_width.values():
                 self._prefill(group, cache)
+        draws = self._sample([j for j in running if not j.over and j.logits is not None])
         now = time.monotonic()
         for job in running:
             if job.over:
                 continue
             try:
-                events = job.run.step(job.logits)  # type: ignore[arg-type]
+                drawn = draws.get(job)
+                events = job.run.record(drawn) if drawn is not None else job.run.step(job.logits)  # type: ignore[arg-type]
                 job.send(events, now, last=job.run.finished)
                 if job.run.finished:
                     job.out.put(job.run.done(batched=True))
@@ -335,6 +338,30 @@ class GPTBatcher:
         for job in kept:
             job.row, row = row, row + job.run.B
         self._active = kept
+
+    def _sample(self, jobs: list[Job]) -> dict[Job, Draw]:
+        """Draw for the jobs whose samplers share settings in one call per group (each draws
+        its own random numbers, so its tokens are those it gets alone); a job left out (its
+        own filters, penalties, or a failing group) samples alone in `_step`."""
+        groups: dict[tuple, list[Job]] = defaultdict(list)
+        for job in jobs:
+            key = job.run.sampler.key
+            if key is not None:
+                groups[key].append(job)
+        draws: dict[Job, Draw] = {}
+        for group in groups.values():
+            if len(group) < 2:
+                continue
+            try:
+                with torch.inference_mode():
+                    drawn = sample_together([j.run.sampler for j in group], torch.cat([j.logits for j in group]))
+            except Exception:  # noqa: BLE001, S112 - each job then samples alone and meets its own error
+                continue
+            first = 0
+            for job in group:
+                draws[job] = drawn.rows(first, job.run.B)
+                first += job.run.B
+        return draws
 
     def _decode(self, jobs: list[Job], cache: RowKVCache) -> None:
         """One forward pass for every row; rows about to prefill feed a dummy token at

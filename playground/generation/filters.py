@@ -33,6 +33,7 @@ __all__ = [
     "apply_filters",
     "filter_stages",
     "make_warpers",
+    "draw",
 ]
 
 
@@ -87,6 +88,23 @@ def min_p(logits: Tensor, p: float | None) -> Tensor:
     probs = logits.softmax(dim=-1)
     threshold = p * probs.amax(dim=-1, keepdim=True)  # [..., 1]
     return logits.masked_fill(probs < threshold, NEG_INF)
+
+
+def draw(probs: Tensor, u: Tensor) -> Tensor:
+    """One token per row by the inverse CDF: the first index whose running total exceeds
+    `u · total`. probs [B, V] (rows need not be normalised; zero entries are never drawn),
+    u [B] uniform in [0, 1) -> ids [B].
+
+    Same distribution as `torch.multinomial(probs, 1)` (a test checks it), but the randomness
+    is one number per row drawn by the caller: rows of many users sampled in one call each
+    take their number from their own generator, so a user's tokens do not depend on who else
+    is in the batch.
+    """
+    cdf = probs.cumsum(-1)  # [B, V]
+    target = (u.to(cdf.dtype) * cdf[:, -1]).unsqueeze(1)  # [B, 1]
+    picked = torch.searchsorted(cdf, target, right=True).squeeze(1)  # [B]; V only by rounding at u ~ 1
+    last_kept = (probs > 0).cumsum(-1).argmax(-1)  # [B] the last token with probability > 0
+    return torch.minimum(picked, last_kept)
 
 
 def repetition_penalty(logits: Tensor, seen: Tensor, penalty: float) -> Tensor:

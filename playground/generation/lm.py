@@ -15,7 +15,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from tokenizers import Tokenizer
@@ -23,7 +23,7 @@ from torch import Tensor, nn
 
 from playground.errors import ConfigError, DataError
 from playground.generation.events import Done, SampleResult, StepEvent
-from playground.generation.filters import SamplingConfig, apply_penalties, make_warpers
+from playground.generation.filters import SamplingConfig, apply_penalties, draw, make_warpers
 from playground.generation.text import Detokenizer, token_text
 
 START_TOKENS = ("<|endoftext|>", "<bos>", "<s>", "<eos>", "\n", " ")
@@ -73,48 +73,94 @@ def make_generator(seed: int, device: torch.device | str) -> torch.Generator:
     return g
 
 
+class Draw(NamedTuple):
+    """One sampled token per row and what the events report about it."""
+
+    next: Tensor  # [B] token ids
+    prob: Tensor  # [B] the model's probability of each (T = 1, no filters)
+    sampled: Tensor  # [B] its probability under the filtered distribution it was drawn from
+    alt_p: Tensor | None  # [B, k] the model's k most likely tokens' probabilities
+    alt_i: Tensor | None  # [B, k] and their ids
+
+    def rows(self, first: int, n: int) -> Draw:
+        """Rows first..first+n-1 (one request's share of a batch's draw)."""
+        cut = slice(first, first + n)
+        return Draw(self.next[cut], self.prob[cut], self.sampled[cut],
+                    None if self.alt_p is None else self.alt_p[cut], None if self.alt_i is None else self.alt_i[cut])
+
+
 class _Sampler:
     """The per-token path: penalties, filters, draw, and what the events report.
 
-    Built once per call; the switched-off filters are not in the loop at all.
+    Built once per call; the switched-off filters are not in the loop at all. The draw's
+    randomness is one uniform number per row from the call's own generator (`uniforms`), so
+    samplers with the same settings can pick for many users' rows in one call
+    (`sample_together`) and each user still gets the tokens it gets alone.
     """
 
     def __init__(self, cfg: SamplingConfig, batch: int, vocab: int, device: torch.device,
                  generator: torch.Generator, n_alternatives: int, context: Tensor) -> None:
         self.cfg = cfg
+        self.batch = batch
         self.greedy = cfg.temperature == 0
         self.warpers = make_warpers(cfg)
         self.generator = generator
         self.k_alt = min(n_alternatives, vocab)
         self.penalties = cfg.uses_penalties
+        # Samplers with equal keys pick with the same filters; penalties keep per-call state, so
+        # a sampler with penalties picks alone (key None).
+        self.key = None if self.penalties else (cfg.temperature, cfg.top_k, cfg.top_p, cfg.min_p, self.k_alt)
         if self.penalties:
             self.seen = torch.zeros(batch, vocab, dtype=torch.bool, device=device)  # [B,V]
             self.seen.scatter_(1, context, True)
             self.counts = torch.zeros(batch, vocab, dtype=torch.float32, device=device)  # [B,V]
             self.ones = torch.ones(batch, 1, dtype=torch.float32, device=device)
 
-    def __call__(self, logits: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor | None, Tensor | None]:
-        """logits [B,V] -> (next [B], model prob [B], sampled prob [B], alt probs, alt ids)."""
+    def uniforms(self) -> Tensor | None:
+        """This step's random numbers, one per row [B] (None when decoding is greedy)."""
+        if self.greedy:
+            return None
+        return torch.rand(self.batch, generator=self.generator, device=self.generator.device)
+
+    def __call__(self, logits: Tensor) -> Draw:
+        """logits [B,V] -> this step's Draw."""
         logits = logits.float()
         raw = logits.softmax(-1)  # [B,V] model distribution (T = 1)
         x = apply_penalties(logits, self.cfg, self.seen, self.counts) if self.penalties else logits
-        if self.greedy:
-            nxt = x.argmax(-1)  # [B]
+        drawn = self.pick(x, raw, self.uniforms())
+        if self.penalties:
+            self.seen.scatter_(1, drawn.next[:, None], True)
+            self.counts.scatter_add_(1, drawn.next[:, None], self.ones)
+        return drawn
+
+    def pick(self, x: Tensor, raw: Tensor, u: Tensor | None) -> Draw:
+        """Filter the (penalised) logits x [R,V] and draw with u [R] (argmax when None); raw [R,V]
+        is the model's distribution the events report against."""
+        if u is None:
+            nxt = x.argmax(-1)  # [R]
             sampled = torch.ones_like(nxt, dtype=raw.dtype)
         else:
             for warp in self.warpers:
                 x = warp(x)
-            probs = x.softmax(-1)  # [B,V]
-            nxt = torch.multinomial(probs, 1, generator=self.generator).squeeze(1)  # [B]
+            probs = x.softmax(-1)  # [R,V]
+            nxt = draw(probs, u)  # [R]
             sampled = probs.gather(1, nxt[:, None]).squeeze(1)
-        prob = raw.gather(1, nxt[:, None]).squeeze(1)  # [B]
+        prob = raw.gather(1, nxt[:, None]).squeeze(1)  # [R]
         alt_p = alt_i = None
         if self.k_alt:
-            alt_p, alt_i = raw.topk(self.k_alt, dim=-1)  # [B,k]
-        if self.penalties:
-            self.seen.scatter_(1, nxt[:, None], True)
-            self.counts.scatter_add_(1, nxt[:, None], self.ones)
-        return nxt, prob, sampled, alt_p, alt_i
+            alt_p, alt_i = raw.topk(self.k_alt, dim=-1)  # [R,k]
+        return Draw(nxt, prob, sampled, alt_p, alt_i)
+
+
+def sample_together(samplers: Sequence[_Sampler], logits: Tensor) -> Draw:
+    """One pick for the rows of several calls whose samplers share a key (same filters, no
+    penalties): logits [sum of their rows, V], in sampler order. Each sampler draws its own
+    uniforms, so every row gets the token its call would get alone."""
+    assert samplers and samplers[0].key is not None and all(s.key == samplers[0].key for s in samplers)
+    x = logits.float()
+    draws = [s.uniforms() for s in samplers]
+    u = None if draws[0] is None else torch.cat(draws)  # [R]
+    return samplers[0].pick(x, x.softmax(-1), u)
 
 
 class LMRun:
@@ -209,7 +255,13 @@ class LMRun:
         """Sample the next token of every sample from logits [B, V]; the new StepEvents (one
         per sample still running, in sample order)."""
         with torch.inference_mode():
-            nxt, prob, sampled, alt_p, alt_i = self.sampler(logits)
+            return self.record(self.sampler(logits))
+
+    def record(self, drawn: Draw) -> list[StepEvent]:
+        """Take this step's draw (B rows, from `step` or a batch's `sample_together`); the new
+        StepEvents (one per sample still running, in sample order)."""
+        nxt, prob, sampled, alt_p, alt_i = drawn
+        with torch.inference_mode():
             self.ids[:, self.n] = nxt
         step, tokenizer = self.step_index, self.tokenizer
         self.n += 1

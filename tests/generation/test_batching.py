@@ -216,3 +216,32 @@ def test_row_cap_follows_the_memory_budget():
     batcher = GPTBatcher(model)
     assert batcher.max_rows == min(batching.MAX_ROWS, batching.KV_BUDGET_BYTES // per_row) < batching.MAX_ROWS
     assert batcher._cache is None  # nothing allocated until a request joins
+
+
+def test_same_settings_are_drawn_together(gpt_bundle, monkeypatch):
+    """Requests with equal settings (no penalties) are filtered and drawn in one call per
+    step, and still get their tokens alone; a request with penalties samples alone."""
+    import playground.generation.batching as batching_module
+
+    model, tok = gpt_bundle.model, gpt_bundle.tokenizer
+    shared = SamplingConfig(temperature=0.8, top_k=5)
+    reqs = [{"prompt_ids": tok.encode(p).ids, "max_new_tokens": 12, "sampling": shared, "seed": 7 + i,
+             "num_samples": 1 + (i == 1)} for i, p in enumerate(["the", "fox", "over the lazy"])]
+    reqs.append({"prompt_ids": tok.encode("dog").ids, "max_new_tokens": 12, "seed": 3,
+                 "sampling": SamplingConfig(repetition_penalty=1.3)})
+    alone = [_alone(model, tok, r) for r in reqs]
+    rows_per_call: list[int] = []
+    real = batching_module.sample_together
+
+    def counting(samplers, logits):
+        rows_per_call.append(logits.shape[0])
+        return real(samplers, logits)
+
+    monkeypatch.setattr(batching_module, "sample_together", counting)
+    batcher = GPTBatcher(model, idle_s=0.5)
+    gens = [stream_batched(model, tok, batcher=batcher, **r) for r in reqs]
+    for g in gens:
+        next(g)
+    for a, g in zip(alone, gens):
+        _same(a, _drain(g))
+    assert rows_per_call and max(rows_per_call) == 4  # the three shared-settings requests' 4 rows

@@ -216,3 +216,27 @@ def test_sampling_config_round_trip() -> None:
     assert SamplingConfig.from_dict(cfg.to_dict()) == cfg
     with pytest.raises(ConfigError, match="Unknown sampling option"):
         SamplingConfig.from_dict({"temp": 1.0})
+
+
+def test_draw_matches_multinomial_in_distribution() -> None:
+    """The inverse-CDF draw and torch.multinomial sample the same distribution (chi-square on
+    40,000 draws each, unnormalised rows with zeros), and a zero-probability token is never drawn."""
+    from scipy.stats import chisquare
+
+    from playground.generation.filters import draw
+
+    probs = torch.tensor([0.0, 3.0, 1.0, 0.0, 0.5, 2.5, 0.0])  # total 7, zeros inside and at the end
+    n = 40_000
+    g = torch.Generator().manual_seed(0)
+    ours = draw(probs.expand(n, -1), torch.rand(n, generator=g))
+    theirs = torch.multinomial(probs, n, replacement=True, generator=g)
+    expected = (probs.double() / probs.double().sum() * n).numpy()
+    kept = expected > 0
+    for sample in (ours, theirs):
+        counts = torch.bincount(sample, minlength=probs.numel()).numpy()
+        assert counts[~kept].sum() == 0
+        assert chisquare(counts[kept], expected[kept]).pvalue > 1e-3
+    # u just below 1 (where u * total can round up to total) still lands on the last kept token
+    edge = draw(probs[None], torch.tensor([1 - 2**-24]))
+    assert edge.tolist() == [5]
+    assert draw(probs[None], torch.tensor([0.0])).tolist() == [1]  # u = 0: the first kept token
