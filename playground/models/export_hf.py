@@ -38,6 +38,10 @@ def check_gpt2_compatible(config: GPTConfig) -> None:
         problems.append(f"ffn={config.ffn!r} (GPT-2's MLP has one activation, no gate)")
     if getattr(config, "qk_norm", False):
         problems.append("qk_norm=true (GPT-2 does not normalise queries and keys)")
+    if getattr(config, "scale_embeddings", False):
+        problems.append("scale_embeddings=true (GPT-2 does not scale its token embeddings)")
+    if not getattr(config, "residual", True):
+        problems.append("residual=false (GPT-2's blocks add their input back)")
     if not getattr(config, "tie_embeddings", True):
         problems.append("tie_embeddings=false (GPT-2's output layer is its token embedding)")
     if getattr(config, "uniform_attention", False):

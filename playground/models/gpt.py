@@ -40,6 +40,8 @@ class GPTConfig(ModelConfig):
     qk_norm: bool = False  # RMS-normalise each head's queries and keys before the dot product
     tie_embeddings: bool = True  # lm_head shares tok_emb's weight (GPT-2); false: its own matrix
     zero_init: bool = False  # residual output projections (and an untied lm_head) start at zero
+    residual: bool = True  # false: no skip connections (an ablation; each sublayer feeds the next)
+    scale_embeddings: bool = False  # token embeddings times sqrt(d_model), drawn N(0, 1/d_model) (Vaswani §3.4)
 
     def __post_init__(self) -> None:
         self._check_positive("vocab_size", "block_size", "n_layer", "n_head", "d_model")
@@ -79,6 +81,8 @@ class GPT(ModelBase):
         """GPT-2 init; zero_init zeroes the residual output projections (and an untied head)."""
         c = self.config
         init_transformer_weights(self, 2 * c.n_layer, generator=generator)
+        if c.scale_embeddings:  # unit variance once scaled, like a sinusoidal table's entries
+            nn.init.normal_(self.tok_emb.weight, 0.0, c.d_model**-0.5, generator=generator)
         if c.zero_init:
             for block in self.blocks:
                 nn.init.zeros_(block.attn.out_proj.weight)
@@ -95,14 +99,42 @@ class GPT(ModelBase):
 
         With a cache, positions continue from ``cache.length`` and the cache is extended in place.
         """
-        B, T = idx.shape
+        T = idx.shape[1]
         offset = cache.length if cache is not None else 0
         if offset + T > self.config.block_size:
             raise PlaygroundError(
                 f"{offset + T} tokens do not fit the model's context of {self.config.block_size}; "
                 "crop the prompt or start a new cache."
             )
-        x = self.tok_emb(idx)  # [B,T,D]
+        return self._logits(idx, cache, offset, last_only)
+
+    @property
+    def extrapolates(self) -> bool:
+        """Whether positions past block_size can be computed (all encodings but a learned table)."""
+        return self.config.pos_encoding != "learned"
+
+    def forward_beyond(self, idx: Tensor) -> Tensor:
+        """idx [B,T] -> logits [B,T,V] for any T, also past block_size (no cache): the sinusoidal
+        table and RoPE's angles are computed for the longer length, ALiBi's distances and no
+        positions need nothing. Learned positions raise: no vector was trained past block_size.
+        Within block_size it equals :meth:`forward`."""
+        T = idx.shape[1]
+        if T > self.config.block_size and not self.extrapolates:
+            raise PlaygroundError(
+                f"This model's learned positions stop at block_size = {self.config.block_size}: "
+                f"positions {self.config.block_size} .. {T - 1} were never trained, so there is no vector "
+                "to look up. Only sinusoidal, RoPE, ALiBi or no positions can be evaluated past it.")
+        return self._logits(idx, None, 0, False)
+
+    def _tokens(self, idx: Tensor) -> Tensor:
+        """Token embeddings [B,T,D] (times sqrt(d_model) with scale_embeddings)."""
+        x = self.tok_emb(idx)
+        return x * self.config.d_model**0.5 if self.config.scale_embeddings else x
+
+    def _logits(self, idx: Tensor, cache: KVCache | None, offset: int, last_only: bool) -> Tensor:
+        """The forward pass proper: idx [B,T] at positions offset.. -> logits [B,T,V] ([B,1,V] last_only)."""
+        T = idx.shape[1]
+        x = self._tokens(idx)  # [B,T,D]
         if self.pos_emb is not None:
             x = x + self.pos_emb(T, offset)
         x = self.drop(x)
@@ -131,7 +163,7 @@ class GPT(ModelBase):
         offset 0, which is why only additive (or no) position encodings are batched.
         """
         pos, K = cache.begin()  # [R], keys after this token
-        x = self.tok_emb(tokens)  # [R,1,D]
+        x = self._tokens(tokens)  # [R,1,D]
         if self.pos_emb is not None:
             x = x + self.pos_emb.weight[pos][:, None]  # [R,1,D]
         x = self.drop(x)

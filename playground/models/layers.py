@@ -81,6 +81,8 @@ def check_block_options(cfg: Any, d_model: int, n_head: int, pos_encodings: tupl
         raise ConfigError(f"{type(cfg).__name__}.d_ff must be >= 0 (0 = 4 x d_model), got {cfg.d_ff}.")
     if cfg.pos_encoding == "rope" and (d_model // n_head) % 2:
         raise ConfigError(f"RoPE needs an even head size; d_model / n_head = {d_model // n_head}.")
+    if not isinstance(getattr(cfg, "residual", True), bool):
+        raise ConfigError(f"{type(cfg).__name__}.residual must be true or false, got {cfg.residual!r}.")
     if cfg.pos_encoding == "sinusoidal" and d_model % 2:
         raise ConfigError(f"Sinusoidal positions need an even d_model, got {d_model}.")
 
@@ -92,7 +94,7 @@ def block_options(cfg: Any, d_model: int, positions: Positions) -> dict[str, Any
         d_ff=cfg.d_ff or 4 * d_model, norm=cfg.norm, norm_placement=cfg.norm_placement, ffn=cfg.ffn,
         bias=cfg.bias, dropout=cfg.dropout, attn_dropout=cfg.attn_dropout, scale=cfg.attn_scale,
         rotary=positions.rotary, alibi=positions.alibi, uniform=getattr(cfg, "uniform_attention", False),
-        qk_norm=getattr(cfg, "qk_norm", False),
+        qk_norm=getattr(cfg, "qk_norm", False), residual=getattr(cfg, "residual", True),
     )
 
 
@@ -102,10 +104,12 @@ def final_norm(cfg: Any, d_model: int) -> nn.Module:
 
 
 class _Block(nn.Module):
-    """Residual wiring shared by the blocks. Pre-LN: x + drop(f(norm(x))); post-LN: norm(x + drop(f(x)))."""
+    """Residual wiring shared by the blocks. Pre-LN: x + drop(f(norm(x))); post-LN: norm(x + drop(f(x))).
+    Without the residual (an ablation, He et al. 2016): pre-LN drop(f(norm(x))); post-LN norm(drop(f(x)))."""
 
-    def _init_residual(self, norm_placement: str, dropout: float) -> None:
+    def _init_residual(self, norm_placement: str, dropout: float, residual: bool = True) -> None:
         self.pre = lookup({"pre": True, "post": False}, norm_placement, "norm placement")
+        self.residual = residual
         self.dropout = dropout
         self.drop = Dropout(dropout)  # on the branch output; its mask from the run's generator
 
@@ -113,7 +117,9 @@ class _Block(nn.Module):
         h = f(norm(x) if self.pre else x)
         if self.training and self.dropout:  # no call at all on the decode hot path
             h = self.drop(h)
-        return x + h if self.pre else norm(x + h)
+        if self.residual:
+            h = x + h
+        return h if self.pre else norm(h)
 
 
 class EncoderBlock(_Block):
@@ -128,7 +134,7 @@ class EncoderBlock(_Block):
                  bias: bool = True, attn_bias: bool | None = None, ffn_bias: bool | None = None,
                  norm_bias: bool | None = None, dropout: float = 0.0, attn_dropout: float = 0.0,
                  scale: bool = True, rotary: Rotary | None = None, alibi: bool = False,
-                 uniform: bool = False, qk_norm: bool = False) -> None:
+                 uniform: bool = False, qk_norm: bool = False, residual: bool = True) -> None:
         super().__init__()
         attn_bias = bias if attn_bias is None else attn_bias
         ffn_bias = bias if ffn_bias is None else ffn_bias
@@ -139,7 +145,7 @@ class EncoderBlock(_Block):
                                        uniform=uniform, qk_norm=qk_norm)
         self.ln2 = make_norm(norm, d_model, norm_bias)
         self.mlp = FeedForward(d_model, d_ff, ffn, ffn_bias)
-        self._init_residual(norm_placement, dropout)
+        self._init_residual(norm_placement, dropout, residual)
 
     def forward(self, x: Tensor, key_mask: Tensor | None = None, cache: KVCache | None = None,
                 layer: int = 0, offset: int = 0) -> Tensor:
@@ -161,7 +167,7 @@ class DecoderBlock(_Block):
                  norm_placement: str = "post", ffn: str = "relu", bias: bool = True,
                  dropout: float = 0.0, attn_dropout: float = 0.0, scale: bool = True,
                  rotary: Rotary | None = None, alibi: bool = False, uniform: bool = False,
-                 qk_norm: bool = False) -> None:
+                 qk_norm: bool = False, residual: bool = True) -> None:
         super().__init__()
         self.ln1 = make_norm(norm, d_model, bias)
         self.self_attn = MultiHeadAttention(d_model, n_head, causal=True, bias=bias, dropout=attn_dropout,
@@ -171,7 +177,7 @@ class DecoderBlock(_Block):
                                              dropout=attn_dropout, scale=scale, uniform=uniform, qk_norm=qk_norm)
         self.ln3 = make_norm(norm, d_model, bias)
         self.mlp = FeedForward(d_model, d_ff, ffn, bias)
-        self._init_residual(norm_placement, dropout)
+        self._init_residual(norm_placement, dropout, residual)
 
     def forward(self, x: Tensor, memory: Tensor | None, memory_mask: Tensor | None,
                 tgt_mask: Tensor | None = None, self_cache: KVCache | None = None,

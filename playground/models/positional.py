@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from playground.errors import PlaygroundError
 from playground.models.base import lookup
 
 
@@ -70,8 +71,17 @@ class PositionalEmbedding(nn.Module):
             nn.init.normal_(self.weight, std=0.02, generator=generator)
 
     def forward(self, T: int, offset: int = 0) -> Tensor:
-        """[T, D] position vectors."""
-        return self.weight[offset : offset + T]
+        """[T, D] position vectors. Past the table a sinusoidal one is computed by its formula; a
+        learned one has no trained vector there and refuses."""
+        end = offset + T
+        if end <= self.n_positions:
+            return self.weight[offset:end]
+        if self.kind != "sinusoidal":
+            raise PlaygroundError(
+                f"Learned positions stop at {self.n_positions}: the table has one trained vector per "
+                f"position seen in training, and none for position {self.n_positions} or later "
+                f"({end} positions asked). Sinusoidal, RoPE, ALiBi or no positions can go further.")
+        return sinusoidal_table(end, self.weight.shape[1])[offset:end].to(self.weight)  # [T, D]
 
 
 class Rotary(nn.Module):
@@ -81,17 +91,27 @@ class Rotary(nn.Module):
         super().__init__()
         if head_dim % 2:
             raise ValueError("RoPE needs an even head dimension")
-        inv_freq = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+        self.head_dim, self.base = head_dim, base
+        cos, sin = self.table(n_positions)
+        self.register_buffer("cos", cos, persistent=False)
+        self.register_buffer("sin", sin, persistent=False)
+
+    def table(self, n_positions: int) -> tuple[Tensor, Tensor]:
+        """(cos, sin) [P, hd] of positions 0 .. P - 1, computed in float64 then rounded."""
+        inv_freq = self.base ** (-torch.arange(0, self.head_dim, 2, dtype=torch.float64) / self.head_dim)
         angle = torch.arange(n_positions, dtype=torch.float64)[:, None] * inv_freq  # [P, hd/2]
         angle = torch.cat([angle, angle], dim=-1)  # [P, hd]
-        self.register_buffer("cos", angle.cos().float(), persistent=False)
-        self.register_buffer("sin", angle.sin().float(), persistent=False)
+        return angle.cos().float(), angle.sin().float()
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
-        """Rotate x [B, H, T, hd] as positions offset .. offset + T - 1."""
+        """Rotate x [B, H, T, hd] as positions offset .. offset + T - 1 (any position: past the
+        cached table the angles are computed)."""
         T = x.shape[-2]
-        cos = self.cos[offset : offset + T].to(x.dtype)  # [T, hd]
-        sin = self.sin[offset : offset + T].to(x.dtype)
+        cos, sin = self.cos, self.sin
+        if offset + T > cos.shape[0]:
+            cos, sin = (t.to(x.device) for t in self.table(offset + T))
+        cos = cos[offset : offset + T].to(x.dtype)  # [T, hd]
+        sin = sin[offset : offset + T].to(x.dtype)
         x1, x2 = x.chunk(2, dim=-1)
         return x * cos + torch.cat([-x2, x1], dim=-1) * sin
 
