@@ -68,5 +68,13 @@ class TransformerSizes(ModelSizes):
 
     width_field = "d_model"
 
+    def count_parameters(self, config: Any) -> int:
+        return sum(self.parameter_parts(config).values())
+
+    def parameter_parts(self, config: Any) -> dict[str, int]:
+        """Parameters by part (embeddings, positions, attention, feed-forward, norms, heads), summing
+        to count_parameters; each family names its own parts."""
+        raise NotImplementedError
+
     def width_step(self, config: Any) -> int:
         return getattr(config, "n_head", 1) * 2

@@ -9,10 +9,12 @@ from typing import Any
 
 from playground.families.layer_sizes import (
     TransformerSizes,
-    decoder_block,
-    encoder_block,
+    attention,
+    d_ff,
+    ffn,
     final_norm,
     linear,
+    norm,
     positions,
     transformer_layer_floats,
 )
@@ -87,11 +89,17 @@ class TransformerSeq2SeqSizes(TransformerSizes):
 
     seq_fields = ("max_len",)
 
-    def count_parameters(self, config: TransformerSeq2SeqConfig) -> int:
+    def parameter_parts(self, config: TransformerSeq2SeqConfig) -> dict[str, int]:
+        """Encoder blocks have self-attention, decoder blocks self- and cross-attention (and a third norm)."""
         c = config
-        embeddings = c.vocab_size * c.d_model * (1 if c.share_embeddings else 2)
-        return (embeddings + positions(c, c.max_len) + c.n_encoder_layers * encoder_block(c)
-                + c.n_decoder_layers * decoder_block(c) + 2 * final_norm(c))
+        enc, dec = c.n_encoder_layers, c.n_decoder_layers
+        return {
+            "token embedding": c.vocab_size * c.d_model * (1 if c.share_embeddings else 2),
+            "positions": positions(c, c.max_len),
+            "attention": (enc + 2 * dec) * attention(c.d_model, c.bias),
+            "feed-forward": (enc + dec) * ffn(c.d_model, d_ff(c), c.ffn, c.bias),
+            "norms": (2 * enc + 3 * dec) * norm(c.norm, c.d_model, c.bias) + 2 * final_norm(c),
+        }
 
     def sequence_length(self, config: TransformerSeq2SeqConfig, seq_len: int | None = None) -> int:
         return min(config.max_len, seq_len) if seq_len else config.max_len

@@ -3,9 +3,12 @@ from __future__ import annotations
 
 from playground.families.layer_sizes import (
     TransformerSizes,
-    encoder_block,
+    attention,
+    d_ff,
+    ffn,
     final_norm,
     linear,
+    norm,
     positions,
     transformer_layer_floats,
 )
@@ -15,12 +18,18 @@ from playground.models.vit import ViTConfig
 class ViTSizes(TransformerSizes):
     """Patch embedding, [CLS] token, positions, n_layer blocks and the class head; one token per patch."""
 
-    def count_parameters(self, config: ViTConfig) -> int:
+    def parameter_parts(self, config: ViTConfig) -> dict[str, int]:
         c = config
-        n_tokens = self.sequence_length(c)
-        return (c.channels * c.d_model * c.patch_size**2 + c.d_model + (c.d_model if c.pool == "cls" else 0)
-                + positions(c, n_tokens) + c.n_layer * encoder_block(c) + final_norm(c)
-                + linear(c.d_model, c.n_classes, True))
+        n = c.n_layer
+        return {
+            "patch embedding": linear(c.channels * c.patch_size**2, c.d_model, True),
+            "cls token": c.d_model if c.pool == "cls" else 0,
+            "positions": positions(c, self.sequence_length(c)),
+            "attention": n * attention(c.d_model, c.bias),
+            "feed-forward": n * ffn(c.d_model, d_ff(c), c.ffn, c.bias),
+            "norms": n * 2 * norm(c.norm, c.d_model, c.bias) + final_norm(c),
+            "class head": linear(c.d_model, c.n_classes, True),
+        }
 
     def sequence_length(self, config: ViTConfig, seq_len: int | None = None) -> int:
         return (config.image_size // config.patch_size) ** 2 + (config.pool == "cls")
