@@ -80,3 +80,38 @@ def attention_cost_chart(cost: pd.DataFrame) -> alt.HConcatChart:
         tooltip=["series", "T", alt.Tooltip("ms:Q", format=".2f")],
     ).properties(width=PANEL, height=HEIGHT, title="Time of one attention call")
     return alt.hconcat(mem, time_, spacing=30).resolve_scale(color="independent")
+
+
+def merge_counts_chart(counts: pd.DataFrame) -> alt.LayerChart:
+    """Pair counts before each merge (the top pairs of each step), the chosen pair outlined.
+    `counts`: step, pair, count, chosen."""
+    pairs = counts.drop_duplicates("pair")["pair"].tolist()
+    base = alt.Chart(counts).encode(
+        x=alt.X("step:O", title="merge step", axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("pair:N", title=None, sort=pairs),
+    )
+    cells = base.mark_rect().encode(
+        color=alt.Color("count:Q", scale=alt.Scale(scheme="blues"), title="count"),
+        stroke=alt.condition("datum.chosen", alt.value("black"), alt.value(None)),
+        strokeWidth=alt.condition("datum.chosen", alt.value(2), alt.value(0)),
+        tooltip=["step", "pair", "count", "chosen"],
+    )
+    text = base.mark_text(fontSize=10).encode(text="count:Q")
+    height = max(120, min(560, 18 * len(pairs)))
+    return fit_width(alt.layer(cells, text).properties(height=height, title="Pair counts before each merge (chosen: outlined)"),
+                     HALF_FULL)
+
+
+def symbols_chart(steps: pd.DataFrame) -> alt.Chart:
+    """Symbols the corpus takes after each merge. `steps`: step, symbols in corpus, vocabulary, merge."""
+    return fit_width(
+        alt.Chart(steps)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("step:Q", title="merges learned"),
+            y=alt.Y("symbols in corpus:Q", title="symbols in the corpus", scale=alt.Scale(zero=False)),
+            tooltip=["step", "merge", "symbols in corpus", "vocabulary"],
+        )
+        .properties(height=HEIGHT, title="Fewer, longer symbols as the vocabulary grows"),
+        HALF_FULL,
+    )
