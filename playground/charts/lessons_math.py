@@ -11,8 +11,9 @@ import pandas as pd
 from playground.charts.layout import FULL, fit_width, panel_width
 
 HALF_FULL = FULL // 2 - 20  # two charts side by side in a full-width row
-SIGNED = alt.Scale(scheme="redblue", domainMid=0, reverse=True)
-UNSIGNED = alt.Scale(scheme="blues", domainMin=0)
+# Colour ranges stop short of the darkest shades so the numbers written on the cells stay readable.
+SIGNED = alt.Scale(scheme=alt.SchemeParams("redblue", extent=[0.15, 0.85]), domainMid=0, reverse=True)
+UNSIGNED = alt.Scale(scheme=alt.SchemeParams("blues", extent=[0.0, 0.6]), domainMin=0)
 
 
 def _cells(matrix: np.ndarray, col: str) -> pd.DataFrame:
@@ -34,7 +35,7 @@ def attention_stages_chart(stages: Sequence[tuple[str, np.ndarray]]) -> alt.HCon
     """
     n_cols = max(m.shape[1] for _, m in stages)
     n_rows = max(m.shape[0] for _, m in stages)
-    width = min(panel_width(FULL, len(stages), 70), 44 * n_cols)
+    width = min(panel_width(FULL, len(stages), 70), 52 * n_cols)
     panels = []
     for i, (name, matrix) in enumerate(stages):
         col = "dim " if i == len(stages) - 1 else "k"
@@ -51,8 +52,8 @@ def attention_stages_chart(stages: Sequence[tuple[str, np.ndarray]]) -> alt.HCon
                                 alt.value("#d0d0d0")),
             tooltip=["row:N", "col:N", alt.Tooltip("label:N", title="value")],
         )
-        text = base.mark_text(fontSize=10).encode(text="label:N")
-        panels.append(alt.layer(rect, text).properties(width=width, height=26 * n_rows, title=name))
+        text = base.mark_text(fontSize=11).encode(text="label:N")
+        panels.append(alt.layer(rect, text).properties(width=width, height=30 * n_rows, title=name))
     return alt.hconcat(*panels, spacing=14).properties(title="Attention, stage by stage (rows are queries)")
 
 
@@ -116,7 +117,7 @@ def encoding_heatmap(table: np.ndarray, max_side: int = 64) -> alt.Chart:
     rows, cols = np.meshgrid(positions, dims, indexing="ij")
     data = pd.DataFrame({"position": rows.ravel(), "dimension": cols.ravel(),
                          "value": table[np.ix_(positions, dims)].ravel().round(3)})
-    every = [f"every {s}th {what}" for s, what in ((step_p, "position"), (step_d, "dimension")) if s > 1]
+    every = [f"one {what} in {s}" for s, what in ((step_p, "position"), (step_d, "dimension")) if s > 1]
     return fit_width(
         alt.Chart(data).mark_rect().encode(
             x=alt.X("dimension:O", axis=alt.Axis(labelAngle=0, labelOverlap=True)),
@@ -143,8 +144,8 @@ def similarity_chart(frame: pd.DataFrame, marks: pd.DataFrame) -> alt.LayerChart
 def slopes_chart(slopes: pd.DataFrame) -> alt.Chart:
     """ALiBi's slope per head (the penalty per token of distance), one bar per head."""
     return fit_width(
-        alt.Chart(slopes).mark_bar().encode(
-            x=alt.X("head:O", title="head"),
+        alt.Chart(slopes).mark_line(point=alt.OverlayMarkDef(size=60)).encode(
+            x=alt.X("head:O", title="head", axis=alt.Axis(labelAngle=0)),
             y=alt.Y("slope:Q", title="slope m (log scale)", scale=alt.Scale(type="log")),
             tooltip=["head", alt.Tooltip("slope:Q", format=".5g"), alt.Tooltip("reach:Q", format=".3g",
                                                                                title="distance for a −1 penalty")],
@@ -169,7 +170,9 @@ def sampling_stages_chart(frame: pd.DataFrame, order: Sequence[str]) -> alt.Char
 
 def temperature_sweep_chart(frame: pd.DataFrame, current: float) -> alt.LayerChart:
     """Each token's probability against temperature (log axis), the chosen temperature marked."""
-    x = alt.X("temperature:Q", scale=alt.Scale(type="log"), title="temperature (log scale)")
+    lo, hi = float(frame["temperature"].min()), float(frame["temperature"].max())
+    x = alt.X("temperature:Q", scale=alt.Scale(type="log", domain=[lo, hi], nice=False),
+              title="temperature (log scale)")
     lines = alt.Chart(frame).mark_line().encode(
         x=x, y=alt.Y("probability:Q", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("token:N", sort=None, title=None, legend=alt.Legend(orient="top")),

@@ -20,6 +20,13 @@ MAX_KEYS = 512
 MAX_QUERIES = 1000
 MAX_DRAWN = 1 << 24  # queries x keys x d_k drawn at the largest d_k (64 MB of float32)
 ONE_HOT = 0.99  # a row whose largest weight exceeds this is "nearly one-hot"
+TABLE_COLUMNS = {
+    "var_unscaled": "var(q·k)", "var_scaled": "var(q·k/√d_k)", "std_unscaled": "std(q·k)",
+    "entropy_unscaled": "entropy, q·k", "entropy_scaled": "entropy, ÷√d_k",
+    "max_weight_unscaled": "max weight, q·k", "max_weight_scaled": "max weight, ÷√d_k",
+    "one_hot_unscaled": f"share > {ONE_HOT}, q·k", "one_hot_scaled": f"share > {ONE_HOT}, ÷√d_k",
+    "grad_norm_unscaled": "‖∂p/∂e‖, q·k", "grad_norm_scaled": "‖∂p/∂e‖, ÷√d_k",
+}
 
 
 def d_k_grid(largest: int) -> list[int]:
@@ -75,7 +82,7 @@ def compute(keys: int, largest_d_k: int, queries: int, seed: int) -> LessonView:
         numbers={"log_T": round(log_t, 6), "one_hot_threshold": ONE_HOT, "weight_left_beside_32": rest_32,
                  "rows": [{key: (round(v, 6) if isinstance(v, float) else v) for key, v in row.items()}
                           for row in rows]},
-        tables={"Measured, per d_k": frame},
+        tables={"Measured, per d_k": frame.rename(columns=TABLE_COLUMNS)},
         charts=[variance_chart(frame), entropy_chart(frame, log_t), saturation_chart(frame)],
         notes=notes,
     )
