@@ -20,6 +20,7 @@ from playground.ui import (
     analyze_tab,
     deeplink_view,
     generate_tab,
+    lessons_tab,
     space_panel,
     tokenizer_tab,
     train_tab,
@@ -32,6 +33,7 @@ TABS = (
     ("train", "Train", train_tab),
     ("generate", "Generate", generate_tab),
     ("analyze", "Analyze", analyze_tab),
+    ("lessons", "Lessons", lessons_tab),
     ("space", "My space", space_panel),
 )
 # gradio's own copies of files offered for download: swept every 10 minutes, kept for an hour.

@@ -43,7 +43,7 @@ def test_tabs_in_order(tmp_path):
     top = [b for b in app.blocks.values() if type(b).__name__ == "Tab" and (b.elem_id or "").startswith("tab-")]
     assert [(b.label, b.elem_id) for b in top] == [("Tokenizer", "tab-tokenizer"), ("Train", "tab-train"),
                                                     ("Generate", "tab-generate"), ("Analyze", "tab-analyze"),
-                                                    ("My space", "tab-space")]
+                                                    ("Lessons", "tab-lessons"), ("My space", "tab-space")]
 
 
 def test_saved_entries_reach_other_tabs_without_restart(app_server):

@@ -1,0 +1,159 @@
+"""The Lessons tab: one inner tab per lesson of `playground.lessons`, drawn from its `Lesson` alone
+(text, formula, one widget per Param, examples, chart and table slots), so a new lesson needs no
+code here. Handlers only turn widget values into `Lesson.run(...)` and its view into updates."""
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from typing import Any
+
+import gradio as gr
+
+from playground.lessons import Lesson, LessonInputError, LessonView, all_lessons
+from playground.ui.components import Chart, Slider
+from playground.ui.context import AppContext, user_errors
+from playground.ui.tables import Table
+
+LANE = "lessons"  # the lessons' own queue lane: many students pressing at once wait here, not elsewhere
+LANE_SLOTS = 2
+LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False}]
+SLIDER_MAX_STEPS = 2000  # a numeric range with more steps than this gets a number box, not a slider
+INTRO = ("Each lesson is a small live calculation: change a setting or pick an example and the pictures and "
+         "tables follow. Where the lecture notes print a number that is off, the notes under the charts say so "
+         "and give the exact value. The same numbers from a terminal: `python -m playground lesson NAME --json`.")
+CLAIMS_MODULE = "playground.ui.claims_view"
+
+
+def widget(param: Any) -> gr.components.Component:
+    """The input component for one Param (its bounds are the component's bounds)."""
+    info = param.help or None
+    if param.kind == "choice":
+        return gr.Dropdown(list(param.choices), value=param.default, label=param.label, info=info, min_width=220)
+    if param.kind == "bool":
+        return gr.Checkbox(value=bool(param.default), label=param.label, info=info)
+    if param.kind == "text":
+        return gr.Textbox(value=str(param.default), label=param.label, info=info, max_length=param.max_chars,
+                          lines=1, scale=2, min_width=240)
+    step = param.step or (1 if param.kind == "int" else 0.01)
+    bounded = param.minimum is not None and param.maximum is not None
+    if bounded and (param.maximum - param.minimum) / step <= SLIDER_MAX_STEPS:
+        return Slider(param.minimum, param.maximum, value=param.default, step=step, label=param.label, info=info,
+                      min_width=200)
+    return gr.Number(value=param.default, label=param.label, info=info, minimum=param.minimum,
+                     maximum=param.maximum, precision=0 if param.kind == "int" else None)
+
+
+def header_markdown(lesson: Lesson) -> str:
+    """Title, our explanation, the formula and where the idea matters elsewhere in the app."""
+    return f"### {lesson.title}\n{lesson.text}\n\n{lesson.formula}\n\n*Where it matters:* {lesson.see_also}"
+
+
+def notes_markdown(view: LessonView) -> str:
+    """The view's notes as a bullet list (empty when there are none)."""
+    return "\n".join(f"- {note}" for note in view.notes)
+
+
+def preset_values(lesson: Lesson, preset: str | None) -> list[Any]:
+    """Every param's value for an example (defaults where the example says nothing), in param order."""
+    values = {p.name: p.default for p in lesson.params}
+    if preset in lesson.presets:
+        values.update(lesson.presets[preset])
+    return [values[p.name] for p in lesson.params]
+
+
+def view_updates(lesson: Lesson, view: LessonView) -> list[Any]:
+    """Notes, then one update per chart slot, then one per table slot (unused slots hidden)."""
+    charts = list(view.charts)[: lesson.max_charts]
+    tables = list(view.tables.items())[: lesson.max_tables]
+    out: list[Any] = [notes_markdown(view)]
+    out += [gr.update(value=c, visible=True) for c in charts]
+    out += [gr.update(value=None, visible=False)] * (lesson.max_charts - len(charts))
+    out += [gr.update(value=frame, label=name, visible=True) for name, frame in tables]
+    out += [gr.update(value=None, visible=False)] * (lesson.max_tables - len(tables))
+    return out
+
+
+def run_lesson(lesson: Lesson, *values: Any) -> list[Any]:
+    """Run `lesson` on the widgets' values (checked against the caps) and return the slot updates."""
+    given = {p.name: v for p, v in zip(lesson.params, values)}
+    return view_updates(lesson, lesson.run(given))
+
+
+def input_problem(lesson: Lesson, error: LessonInputError) -> list[Any]:
+    """What a run with unusable input shows: the message where the notes go (and as a toast), and
+    everything else as it was. (A raised gr.Error would blank every chart and table of the lesson.)"""
+    gr.Warning(str(error))
+    return [f"**Cannot run this:** {error}", *[gr.skip()] * (lesson.max_charts + lesson.max_tables)]
+
+
+def _runner(lesson: Lesson) -> Callable[..., list[Any]]:
+    def run(*values: Any) -> list[Any]:
+        try:
+            return run_lesson(lesson, *values)
+        except LessonInputError as exc:
+            return input_problem(lesson, exc)
+
+    run.__name__ = f"lesson_{lesson.name}"
+    return user_errors(run)
+
+
+def _filler(lesson: Lesson) -> Callable[[str | None], list[Any]]:
+    def fill(preset: str | None) -> list[Any]:
+        return preset_values(lesson, preset)
+
+    return fill
+
+
+def lesson_view(lesson: Lesson, initial: LessonView | None = None) -> tuple[list[Any], list[Any], Callable[..., Any]]:
+    """Lay out one lesson and wire its events; returns (widgets, output slots, run handler)."""
+    lane = {"concurrency_id": LANE, "concurrency_limit": LANE_SLOTS}
+    gr.Markdown(header_markdown(lesson), latex_delimiters=LATEX, elem_id=f"lesson-{lesson.name}-about")
+    with gr.Row(equal_height=False):
+        widgets = [widget(p) for p in lesson.params]
+    with gr.Row(equal_height=False):
+        example = gr.Dropdown(list(lesson.presets), value=None, label="Examples (fill the settings)", scale=3,
+                              elem_id=f"lesson-{lesson.name}-example")
+        button = gr.Button("Run", variant="primary", scale=1, elem_id=f"lesson-{lesson.name}-run")
+    first = view_updates(lesson, initial) if initial is not None else None
+    notes = gr.Markdown(first[0] if first else "", elem_id=f"lesson-{lesson.name}-notes")
+    with gr.Row(equal_height=False):
+        charts = [Chart(label=f"{lesson.title}: chart {i + 1}", show_label=False, min_width=560,
+                        value=(first[1 + i]["value"] if first else None),
+                        visible=bool(first and first[1 + i]["visible"]))
+                  for i in range(lesson.max_charts)]
+    tables = []
+    for i in range(lesson.max_tables):
+        update = first[1 + lesson.max_charts + i] if first else {"value": None, "visible": False}
+        tables.append(Table(value=update["value"], label=update.get("label") or f"table {i + 1}",
+                            visible=update["visible"], interactive=False, max_height=360, wrap=True))
+    outputs = [notes, *charts, *tables]
+    handler = _runner(lesson)
+    button.click(handler, widgets, outputs, api_name=f"lesson_{lesson.name}", **lane)
+    example.input(_filler(lesson), [example], widgets, queue=False, show_progress="hidden").then(
+        handler, widgets, outputs, api_visibility="undocumented", **lane)
+    for param, w in zip(lesson.params, widgets):
+        if isinstance(w, gr.Slider):
+            w.release(handler, widgets, outputs, api_visibility="undocumented", **lane)
+        elif isinstance(w, (gr.Dropdown, gr.Checkbox)):
+            w.input(handler, widgets, outputs, api_visibility="undocumented", **lane)
+        elif isinstance(w, (gr.Textbox, gr.Number)):
+            w.submit(handler, widgets, outputs, api_visibility="undocumented", **lane)
+    return widgets, outputs, handler
+
+
+def build(ctx: AppContext) -> None:
+    """Lay out the Lessons tab: an intro line, one inner tab per lesson, then the claims section if present."""
+    gr.Markdown(INTRO)
+    lessons = list(all_lessons().values())
+    with gr.Tabs(elem_id="lessons-tabs"):
+        for i, lesson in enumerate(lessons):
+            with gr.Tab(lesson.title, id=f"lesson-{lesson.name}", elem_id=f"lesson-tab-{lesson.name}") as tab:
+                # The first lesson is drawn at once; the others compute when their tab opens.
+                initial = lesson.run() if i == 0 else None
+                widgets, outputs, handler = lesson_view(lesson, initial)
+            if i:
+                tab.select(handler, widgets, outputs, api_visibility="undocumented",
+                           concurrency_id=LANE, concurrency_limit=LANE_SLOTS)
+        if importlib.util.find_spec(CLAIMS_MODULE) is not None:
+            with gr.Tab("Claims, reproduced", id="lesson-claims", elem_id="lesson-tab-claims"):
+                importlib.import_module(CLAIMS_MODULE).build(ctx)
