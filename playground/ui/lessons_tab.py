@@ -128,16 +128,19 @@ def lesson_view(lesson: Lesson, initial: LessonView | None = None) -> tuple[list
                             visible=update["visible"], interactive=False, max_height=360, wrap=True))
     outputs = [notes, *charts, *tables]
     handler = _runner(lesson)
-    button.click(handler, widgets, outputs, api_name=f"lesson_{lesson.name}", **lane)
+    # One event for every way of asking (a click, a slider let go, a choice, Enter in a box): each
+    # event is a dependency in the page config every browser downloads, so they are not one per widget.
+    triggers = [button.click]
+    for w in widgets:
+        if isinstance(w, gr.Slider):
+            triggers.append(w.release)
+        elif isinstance(w, (gr.Dropdown, gr.Checkbox)):
+            triggers.append(w.input)
+        elif isinstance(w, (gr.Textbox, gr.Number)):
+            triggers.append(w.submit)
+    gr.on(triggers, handler, widgets, outputs, api_name=f"lesson_{lesson.name}", **lane)
     example.input(_filler(lesson), [example], widgets, queue=False, show_progress="hidden").then(
         handler, widgets, outputs, api_visibility="undocumented", **lane)
-    for param, w in zip(lesson.params, widgets):
-        if isinstance(w, gr.Slider):
-            w.release(handler, widgets, outputs, api_visibility="undocumented", **lane)
-        elif isinstance(w, (gr.Dropdown, gr.Checkbox)):
-            w.input(handler, widgets, outputs, api_visibility="undocumented", **lane)
-        elif isinstance(w, (gr.Textbox, gr.Number)):
-            w.submit(handler, widgets, outputs, api_visibility="undocumented", **lane)
     return widgets, outputs, handler
 
 
