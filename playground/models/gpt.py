@@ -42,9 +42,10 @@ class GPTConfig(ModelConfig):
     zero_init: bool = False  # residual output projections (and an untied lm_head) start at zero
     residual: bool = True  # false: no skip connections (an ablation; each sublayer feeds the next)
     scale_embeddings: bool = False  # token embeddings times sqrt(d_model), drawn N(0, 1/d_model) (Vaswani §3.4)
+    init_std: float = 0.02  # std of the weight matrices at init (GPT-2's 0.02; d_model^-0.5 gives unit-variance q, k)
 
     def __post_init__(self) -> None:
-        self._check_positive("vocab_size", "block_size", "n_layer", "n_head", "d_model")
+        self._check_positive("vocab_size", "block_size", "n_layer", "n_head", "d_model", "init_std")
         check_block_options(self, self.d_model, self.n_head, POS_ENCODINGS)
 
 
@@ -80,7 +81,7 @@ class GPT(ModelBase):
     def init_family_weights(self, generator: torch.Generator | None = None) -> None:
         """GPT-2 init; zero_init zeroes the residual output projections (and an untied head)."""
         c = self.config
-        init_transformer_weights(self, 2 * c.n_layer, generator=generator)
+        init_transformer_weights(self, 2 * c.n_layer, std=c.init_std, generator=generator)
         if c.scale_embeddings:  # unit variance once scaled, like a sinusoidal table's entries
             nn.init.normal_(self.tok_emb.weight, 0.0, c.d_model**-0.5, generator=generator)
         if c.zero_init:

@@ -1,0 +1,336 @@
+"""The numbers each claim is judged on and its verdict: pure functions of the runs' measurements
+(tested on synthetic numbers). Thresholds are named here and said in every verdict line."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from playground.reproduce.base import Numbers, Runs, Verdict
+
+# a: exact-match points a model may lose from its shortest to its longest sources and still be "flat",
+# and the least fall that counts as "falls"
+FLAT_POINTS = 10.0
+FALL_POINTS = 20.0
+MIN_BUCKET = 20  # a length bucket with fewer validation sentences is left out
+# b: nats the loss past the trained length may rise above the loss in the trained window's second half
+EXTRAPOLATION_TOL = 0.10
+# c, f: nats that make a difference (between final validation losses)
+CLEAR_GAP = 0.10
+# d, g: nats between two final losses below which they are the same (seed noise at this size)
+NOISE = 0.02
+
+
+def _loss(runs: Runs, name: str) -> float:
+    return float(runs[name]["final"]["val_loss"])
+
+
+def _fmt(x: float, digits: int = 3) -> str:
+    return f"{x:.{digits}f}"
+
+
+def curve_frame(runs: Runs) -> pd.DataFrame:
+    """Validation loss against step, one series per run."""
+    rows = [{"x": step, "y": val, "series": r["label"]} for r in runs.values() for step, _, val in r["curve"]]
+    return pd.DataFrame(rows, columns=["x", "y", "series"])
+
+
+def final_table(runs: Runs, keys: tuple[str, ...] = ("val_loss",)) -> pd.DataFrame:
+    """One row per run: its label, final metrics and wall time."""
+    rows = []
+    for r in runs.values():
+        row: dict[str, Any] = {"run": r["label"]}
+        row.update({k: r["final"].get(k) for k in keys})
+        row["wall s"] = r.get("wall_s")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# -- a. the bottleneck ---------------------------------------------------------------------------
+
+BOTTLENECK_METRIC = "token_accuracy"  # per word, like BLEU; exact match compounds every word's error
+
+
+def bottleneck_numbers(runs: Runs) -> Numbers:
+    """Token accuracy (%) on the shortest and longest well-filled length buckets, and the fall between."""
+    out: Numbers = {}
+    for name, r in runs.items():
+        buckets = [b for b in r.get("by_length", []) if (b.get("n") or 0) >= MIN_BUCKET]
+        if not buckets:
+            continue
+        short, long = buckets[0], buckets[-1]
+        m = BOTTLENECK_METRIC
+        out[name] = {"short_bucket": short["bucket"], "long_bucket": long["bucket"],
+                     "short": round(100 * short[m], 1), "long": round(100 * long[m], 1),
+                     "fall": round(100 * (short[m] - long[m]), 1)}
+    return out
+
+
+def bottleneck_verdict(numbers: Numbers) -> Verdict:
+    """Holds when attention falls by at most FLAT_POINTS while no attention falls by FALL_POINTS or more."""
+    if "attention" not in numbers or "noattn" not in numbers:
+        return Verdict(None, "cannot tell: a run has no length bucket with enough sentences.")
+    a, n = numbers["attention"], numbers["noattn"]
+    span = f"from {a['short_bucket']} to {a['long_bucket']} words"
+    text = (f"word accuracy with attention {a['short']:.0f}% → {a['long']:.0f}% (falls {a['fall']:.0f} points), "
+            f"without {n['short']:.0f}% → {n['long']:.0f}% (falls {n['fall']:.0f}) {span}")
+    if a["short"] < 50:
+        return Verdict(None, f"cannot tell: the attention model has not learned even short sources ({text}).")
+    holds = a["fall"] <= FLAT_POINTS and n["fall"] >= FALL_POINTS
+    rule = f"flat = falls ≤ {FLAT_POINTS:.0f} points, falls = ≥ {FALL_POINTS:.0f}"
+    return Verdict(holds, f"{'holds' if holds else 'does not hold'}: {text} ({rule}).")
+
+
+def bottleneck_table(runs: Runs, numbers: Numbers) -> pd.DataFrame:
+    """Token accuracy and exact match (%) per source-length bucket, one column each per run."""
+    rows: dict[str, dict[str, Any]] = {}
+    for r in runs.values():
+        for b in r.get("by_length", []):
+            row = rows.setdefault(b["bucket"], {"source words": b["bucket"], "sentences": b.get("n"), "lo": b["lo"]})
+            row[f"{r['label']}: words %"] = round(100 * b["token_accuracy"], 1)
+            row[f"{r['label']}: exact %"] = round(100 * b["exact_match"], 1)
+    table = pd.DataFrame(sorted(rows.values(), key=lambda r: r["lo"]))
+    return table.drop(columns=["lo"]) if not table.empty else table
+
+
+def bottleneck_chart(runs: Runs) -> pd.DataFrame:
+    """Token accuracy (%) against source length (bucket start), one series per run."""
+    rows = [{"x": b["lo"], "y": 100 * b[BOTTLENECK_METRIC], "series": r["label"]}
+            for r in runs.values() for b in r.get("by_length", []) if (b.get("n") or 0) >= MIN_BUCKET]
+    return pd.DataFrame(rows, columns=["x", "y", "series"])
+
+
+# -- b. positions past the training length -------------------------------------------------------
+
+def positions_numbers(runs: Runs) -> Numbers:
+    """Per encoding: mean loss on the second half of the trained window, past it (T .. 4T), and the rise."""
+    out: Numbers = {}
+    for name, r in runs.items():
+        pos = r["positions"]
+        trained, losses = pos["trained"], pos["loss"]
+        inside = sum(losses[trained // 2:trained]) / (trained - trained // 2)
+        row: dict[str, Any] = {"trained": trained, "evaluated": pos["positions"], "inside": round(inside, 4)}
+        if pos["positions"] > trained:
+            beyond = losses[trained:]
+            row["beyond"] = round(sum(beyond) / len(beyond), 4)
+            row["worst"] = round(max(beyond), 4)
+            row["rise"] = round(row["beyond"] - inside, 4)
+        out[name] = row
+    return out
+
+
+EXTRAPOLATING = ("sinusoidal", "rope", "alibi")  # what the notes say extrapolates
+NAMES = {"rope": "RoPE", "alibi": "ALiBi"}
+
+
+def _names(keys: list[str]) -> str:
+    return ", ".join(NAMES.get(k, k) for k in keys)
+
+
+def positions_verdict(numbers: Numbers) -> Verdict:
+    """Holds when learned stops at the trained length and each of sinusoidal, RoPE, ALiBi stays
+    within EXTRAPOLATION_TOL nats past it."""
+    missing = [k for k in ("learned", *EXTRAPOLATING) if k not in numbers]
+    if missing:
+        return Verdict(None, f"cannot tell: no run for {', '.join(missing)}.")
+    learned = numbers["learned"]
+    stops = "rise" not in learned
+    ok = [k for k in EXTRAPOLATING if numbers[k].get("rise") is not None and numbers[k]["rise"] <= EXTRAPOLATION_TOL]
+    bad = [k for k in EXTRAPOLATING if k not in ok]
+    far = numbers[EXTRAPOLATING[0]]["evaluated"]
+    parts = [f"learned {'stops at' if stops else 'runs past'} {learned['trained']} positions"]
+    if ok:
+        parts.append(f"{_names(ok)} {'stays' if len(ok) == 1 else 'stay'} within {EXTRAPOLATION_TOL} nats out to {far}")
+    for k in bad:
+        parts.append(f"{_names([k])} rises by {numbers[k]['rise']:.2f} nats")
+    if "none" in numbers and numbers["none"].get("rise") is not None:
+        parts.append(f"no positions: {numbers['none']['rise']:+.2f}")
+    holds = stops and not bad
+    word = "holds" if holds else ("partly holds" if ok else "does not hold")
+    return Verdict(holds, f"{word}: " + "; ".join(parts) + ".")
+
+
+def positions_table(runs: Runs, numbers: Numbers) -> pd.DataFrame:
+    """Per encoding: loss inside the trained window (second half), past it, the rise."""
+    rows = []
+    far = max(n["evaluated"] for n in numbers.values())
+    for name, r in runs.items():
+        n = numbers[name]
+        rows.append({"encoding": r["label"], "val loss": r["final"]["val_loss"],
+                     f"loss at {n['trained'] // 2}..{n['trained'] - 1}": n["inside"],
+                     f"loss at {n['trained']}..{far - 1}": n.get("beyond", "no vectors"),
+                     "rise (nats)": n.get("rise", "—")})
+    return pd.DataFrame(rows)
+
+
+def positions_chart(runs: Runs, smooth: int = 4) -> pd.DataFrame:
+    """Loss against position (means over `smooth` positions), one series per encoding."""
+    rows = []
+    for r in runs.values():
+        losses = r["positions"]["loss"]
+        for i in range(0, len(losses), smooth):
+            chunk = losses[i:i + smooth]
+            rows.append({"x": i + (len(chunk) - 1) / 2, "y": sum(chunk) / len(chunk), "series": r["label"]})
+    return pd.DataFrame(rows, columns=["x", "y", "series"])
+
+
+# -- c. warm-up: post-LN vs pre-LN ---------------------------------------------------------------
+
+def warmup_numbers(runs: Runs) -> Numbers:
+    """Final val loss of each run and what warm-up buys each placement (loss without − with)."""
+    out: Numbers = {name: _loss(runs, name) for name in runs}
+    for norm in ("post", "pre"):
+        if f"{norm}_nowarmup" in runs and f"{norm}_warmup" in runs:
+            out[f"{norm}_gain"] = round(out[f"{norm}_nowarmup"] - out[f"{norm}_warmup"], 4)
+    return out
+
+
+def warmup_verdict(numbers: Numbers) -> Verdict:
+    """Holds when warm-up buys post-LN at least CLEAR_GAP nats and pre-LN less than that."""
+    if "post_gain" not in numbers or "pre_gain" not in numbers:
+        return Verdict(None, "cannot tell: the four runs (post/pre × with/without warm-up) are needed.")
+    post, pre = numbers["post_gain"], numbers["pre_gain"]
+    holds = post >= CLEAR_GAP and pre < CLEAR_GAP
+    text = (f"warm-up lowers post-LN's final loss by {post:.2f} nats ({_fmt(numbers['post_nowarmup'])} → "
+            f"{_fmt(numbers['post_warmup'])}) and pre-LN's by {pre:.2f} ({_fmt(numbers['pre_nowarmup'])} → "
+            f"{_fmt(numbers['pre_warmup'])}); a difference is ≥ {CLEAR_GAP} nats")
+    return Verdict(holds, f"{'holds' if holds else 'does not hold'}: {text}.")
+
+
+# -- d. √d_k --------------------------------------------------------------------------------------
+
+def scale_numbers(runs: Runs) -> Numbers:
+    """Per head size d_k: final loss scaled and unscaled, and the gap (unscaled − scaled)."""
+    out: Numbers = {}
+    for name, r in runs.items():
+        kind, dk = name.rsplit("_", 1)  # e.g. "scaled_64"
+        row = out.setdefault(dk, {"d_k": int(dk)})
+        row[kind] = r["final"]["val_loss"]
+    for row in out.values():
+        if "scaled" in row and "unscaled" in row:
+            row["gap"] = round(row["unscaled"] - row["scaled"], 4)
+    return dict(sorted(out.items(), key=lambda kv: kv[1]["d_k"]))
+
+
+def scale_verdict(numbers: Numbers) -> Verdict:
+    """Holds when the unscaled model's extra loss grows with d_k and is beyond noise at the largest."""
+    rows = [r for r in numbers.values() if "gap" in r]
+    if len(rows) < 2:
+        return Verdict(None, "cannot tell: two head sizes with both runs are needed.")
+    small, large = rows[0], rows[-1]
+    gaps = ", ".join(f"d_k {r['d_k']}: {r['gap']:+.3f}" for r in rows)
+    holds = large["gap"] > NOISE and large["gap"] > small["gap"] + NOISE
+    return Verdict(holds, f"{'holds' if holds else 'does not hold'}: unscaled minus scaled loss {gaps} nats "
+                          f"(noise ≈ {NOISE}).")
+
+
+def scale_table(runs: Runs, numbers: Numbers) -> pd.DataFrame:
+    return pd.DataFrame([{"d_k": r["d_k"], "scaled": r.get("scaled"), "unscaled": r.get("unscaled"),
+                          "unscaled − scaled": r.get("gap")} for r in numbers.values()])
+
+
+def final_by_group_chart(runs: Runs, group: str = "d_k") -> pd.DataFrame:
+    """Final val loss per run as bars: x = the number after the last '_' of the run name, series = the rest."""
+    rows = []
+    for name, r in runs.items():
+        kind, value = name.rsplit("_", 1)
+        rows.append({"x": int(value), "y": r["final"]["val_loss"], "series": kind})
+    return pd.DataFrame(rows, columns=["x", "y", "series"])
+
+
+# -- e. label smoothing ---------------------------------------------------------------------------
+
+def smoothing_numbers(runs: Runs) -> Numbers:
+    """Per run: validation perplexity (exp of the unsmoothed loss), exact match and token accuracy (%)."""
+    out: Numbers = {}
+    for name, r in runs.items():
+        f = r["final"]
+        out[name] = {"perplexity": round(math.exp(f["val_loss"]), 4),
+                     "exact_match": round(100 * f.get("exact_match", float("nan")), 2),
+                     "token_accuracy": round(100 * f.get("token_accuracy", float("nan")), 2)}
+    return out
+
+
+def smoothing_verdict(numbers: Numbers) -> Verdict:
+    """Holds when smoothing raises perplexity and does not lower exact match (by more than 0.5 points)."""
+    if "ls0" not in numbers or "ls01" not in numbers:
+        return Verdict(None, "cannot tell: the runs with ε = 0 and ε = 0.1 are needed.")
+    a, b = numbers["ls0"], numbers["ls01"]
+    hurts = b["perplexity"] > a["perplexity"]
+    helps = b["exact_match"] >= a["exact_match"] - 0.5
+    text = (f"perplexity {a['perplexity']:.3f} → {b['perplexity']:.3f} "
+            f"({'higher' if hurts else 'not higher'}), exact match {a['exact_match']:.1f}% → {b['exact_match']:.1f}%, "
+            f"token accuracy {a['token_accuracy']:.1f}% → {b['token_accuracy']:.1f}% with ε = 0.1")
+    return Verdict(hurts and helps, f"{'holds' if hurts and helps else 'does not hold'}: {text}.")
+
+
+def smoothing_table(runs: Runs, numbers: Numbers) -> pd.DataFrame:
+    return pd.DataFrame([{"run": runs[k]["label"], "perplexity": v["perplexity"], "exact match %": v["exact_match"],
+                          "token accuracy %": v["token_accuracy"], "wall s": runs[k].get("wall_s")}
+                         for k, v in numbers.items()])
+
+
+# -- f. residual connections ------------------------------------------------------------------------
+
+def residual_numbers(runs: Runs) -> Numbers:
+    """Per depth: final loss with and without residual connections, and the gap (without − with)."""
+    out: Numbers = {}
+    for name, r in runs.items():
+        kind, depth = name.rsplit("_", 1)  # "residual_8" | "plain_8"
+        row = out.setdefault(depth, {"layers": int(depth)})
+        row[kind] = r["final"]["val_loss"]
+    for row in out.values():
+        if "residual" in row and "plain" in row:
+            row["gap"] = round(row["plain"] - row["residual"], 4)
+    return dict(sorted(out.items(), key=lambda kv: kv[1]["layers"]))
+
+
+def residual_verdict(numbers: Numbers) -> Verdict:
+    """Holds when removing residuals costs the deep stack ≥ CLEAR_GAP nats, more than the shallow one."""
+    rows = [r for r in numbers.values() if "gap" in r]
+    if len(rows) < 2:
+        return Verdict(None, "cannot tell: a shallow and a deep stack, each with and without residuals, are needed.")
+    shallow, deep = rows[0], rows[-1]
+    holds = deep["gap"] >= CLEAR_GAP and deep["gap"] > shallow["gap"]
+    text = (f"without residuals the {deep['layers']}-layer stack ends {deep['gap']:+.2f} nats from the residual one "
+            f"({_fmt(deep['residual'])} vs {_fmt(deep['plain'])}), the {shallow['layers']}-layer one {shallow['gap']:+.2f}")
+    return Verdict(holds, f"{'holds' if holds else 'does not hold'}: {text} (a difference is ≥ {CLEAR_GAP} nats).")
+
+
+def residual_table(runs: Runs, numbers: Numbers) -> pd.DataFrame:
+    return pd.DataFrame([{"layers": r["layers"], "with residuals": r.get("residual"), "without": r.get("plain"),
+                          "without − with": r.get("gap")} for r in numbers.values()])
+
+
+# -- g. heads ---------------------------------------------------------------------------------------
+
+def heads_numbers(runs: Runs) -> Numbers:
+    """Final val loss per head count, and how far one head is from the best of several."""
+    losses = {int(name.rsplit("_", 1)[1]): r["final"]["val_loss"] for name, r in runs.items()}
+    out: Numbers = {"loss": {str(h): losses[h] for h in sorted(losses)}}
+    several = {h: v for h, v in losses.items() if h > 1}
+    if 1 in losses and several:
+        best = min(several, key=several.get)
+        out.update(best_heads=best, best_loss=several[best], single_loss=losses[1],
+                   single_gap=round(losses[1] - several[best], 4))
+    return out
+
+
+def heads_verdict(numbers: Numbers) -> Verdict:
+    """Holds when one head ends worse than the best multi-head run by more than the noise."""
+    if "single_gap" not in numbers:
+        return Verdict(None, "cannot tell: runs with one head and with several are needed.")
+    gap = numbers["single_gap"]
+    holds = gap > NOISE
+    text = (f"one head ends at {_fmt(numbers['single_loss'])}, {numbers['best_heads']} heads at "
+            f"{_fmt(numbers['best_loss'])} ({gap:+.3f} nats; noise ≈ {NOISE})")
+    return Verdict(holds, f"{'holds' if holds else 'does not hold'}: {text}.")
+
+
+def heads_table(runs: Runs, numbers: Numbers) -> pd.DataFrame:
+    rows = []
+    for name, r in runs.items():
+        h = int(name.rsplit("_", 1)[1])
+        rows.append({"heads": h, "val loss": r["final"]["val_loss"], "wall s": r.get("wall_s")})
+    return pd.DataFrame(rows).sort_values("heads").reset_index(drop=True)
