@@ -3,13 +3,13 @@
 code here. Handlers only turn widget values into `Lesson.run(...)` and its view into updates."""
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
 
 from playground.lessons import Lesson, LessonInputError, LessonView, all_lessons
+from playground.ui import claims_view
 from playground.ui.components import Chart, Slider
 from playground.ui.context import AppContext, user_errors
 from playground.ui.tables import Table
@@ -21,7 +21,6 @@ SLIDER_MAX_STEPS = 2000  # a numeric range with more steps than this gets a numb
 INTRO = ("Each lesson is a small live calculation: change a setting or pick an example and the pictures and "
          "tables follow. Where the lecture notes print a number that is off, the notes under the charts say so "
          "and give the exact value. The same numbers from a terminal: `python -m playground lesson NAME --json`.")
-CLAIMS_MODULE = "playground.ui.claims_view"
 
 
 def widget(param: Any) -> gr.components.Component:
@@ -145,7 +144,7 @@ def lesson_view(lesson: Lesson, initial: LessonView | None = None) -> tuple[list
 
 
 def build(ctx: AppContext) -> None:
-    """Lay out the Lessons tab: an intro line, one inner tab per lesson, then the claims section if present."""
+    """Lay out the Lessons tab: an intro line, one inner tab per lesson, then the claims reproduced."""
     gr.Markdown(INTRO)
     lessons = list(all_lessons().values())
     with gr.Tabs(elem_id="lessons-tabs"):
@@ -157,6 +156,5 @@ def build(ctx: AppContext) -> None:
             if i:
                 tab.select(handler, widgets, outputs, api_visibility="undocumented",
                            concurrency_id=LANE, concurrency_limit=LANE_SLOTS)
-        if importlib.util.find_spec(CLAIMS_MODULE) is not None:
-            with gr.Tab("Claims, reproduced", id="lesson-claims", elem_id="lesson-tab-claims"):
-                importlib.import_module(CLAIMS_MODULE).build(ctx)
+        with gr.Tab("Claims, reproduced", id="lesson-claims", elem_id="lesson-tab-claims"):
+            claims_view.build(ctx)
