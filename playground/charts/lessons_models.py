@@ -115,3 +115,22 @@ def symbols_chart(steps: pd.DataFrame) -> alt.Chart:
         .properties(height=HEIGHT, title="Fewer, longer symbols as the vocabulary grows"),
         HALF_FULL,
     )
+
+
+def throughput_chart(speed: pd.DataFrame) -> alt.FacetChart:
+    """Tokens per second against length, one panel per mode, a line per model (log-log).
+    `speed`: model, mode, length, tokens_per_s."""
+    modes = list(dict.fromkeys(speed["mode"]))
+    return (
+        alt.Chart(speed)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("length:Q", title="tokens per sequence", scale=alt.Scale(type="log", base=2)),
+            y=alt.Y("tokens_per_s:Q", title="tokens / s (this server)", scale=alt.Scale(type="log")),
+            color=alt.Color("model:N", title=None, legend=alt.Legend(orient="top")),
+            tooltip=["model", "mode", "length", alt.Tooltip("tokens_per_s:Q", format=",.0f")],
+        )
+        .properties(width=panel_width(FULL, len(modes), 90), height=HEIGHT)
+        .facet(column=alt.Column("mode:N", sort=modes, title=None))
+        .properties(title="RNN vs Transformer, measured")
+    )

@@ -6,7 +6,7 @@ import importlib
 from playground.lessons.base import Lesson, LessonInputError, LessonView, Param
 
 # Each module defines LESSON (a playground.lessons.base.Lesson).
-LESSON_MODULES: tuple[str, ...] = ("attention_steps", "scaling", "positions", "block_parts", "bpe_by_hand", "sampling")
+LESSON_MODULES: tuple[str, ...] = ("attention_steps", "scaling", "positions", "block_parts", "bpe_by_hand", "sampling", "bottleneck")
 
 
 def all_lessons() -> dict[str, Lesson]:

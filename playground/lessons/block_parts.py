@@ -176,7 +176,7 @@ def compute(source: str, vocab: int, d_model: int, n_head: int, n_layer: int, d_
     tables["Attention cost against T"] = cost
     notes.append(f"Attention cost, batch {COST_BATCH}, {COST_HEADS} heads of {COST_HEAD_DIM}: the T×T bytes are "
                  "computed (B·h·T²·4); each path's bytes are what its ops allocated in all, read from the torch "
-                 "profiler (a sum, not the peak); times are one call each, measured on this server's CPU.")
+                 "profiler (a sum, not the peak); times are one call each, measured on one thread of this server's CPU.")
 
     wall = WALL["layers"] * score_matrix_bytes(1, WALL["heads"], WALL["T"])
     numbers |= {"notes_block": NOTES_BLOCK, "memory_wall_bytes": wall, "memory_wall_batch_bytes": wall * WALL["batch"]}

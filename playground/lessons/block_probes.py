@@ -15,6 +15,7 @@ from torch import nn
 from torch.profiler import ProfilerActivity, profile
 
 from playground.families import build_model
+from playground.lessons.timing import one_thread
 
 # The pre/post-LN probe: a small GPT of `depth` blocks at init, one batch of random tokens.
 PROBE_WIDTH, PROBE_HEADS, PROBE_VOCAB, PROBE_SEQ, PROBE_BATCH = 64, 4, 64, 32, 4
@@ -97,11 +98,11 @@ def score_matrix_bytes(batch: int, heads: int, length: int) -> int:
 
 def attention_cost(lengths: list[int], seed: int = 0) -> pd.DataFrame:
     """For each T: the bytes of one T×T score matrix (computed), the bytes each path allocates and
-    its time (measured on CPU here). Columns: T, score_matrix_bytes, explicit_bytes, fused_bytes,
+    its time (measured here, on one CPU thread). Columns: T, score_matrix_bytes, explicit_bytes, fused_bytes,
     explicit_ms, fused_ms, max_abs_diff (the two outputs agree)."""
     gen = torch.Generator().manual_seed(seed)
     rows = []
-    with torch.inference_mode():
+    with torch.inference_mode(), one_thread():
         for length in lengths:
             shape = (COST_BATCH, COST_HEADS, length, COST_HEAD_DIM)
             q, k, v = (torch.randn(shape, generator=gen) for _ in range(3))  # [B,h,T,d] each
