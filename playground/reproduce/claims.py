@@ -94,8 +94,10 @@ SMOOTHING = Claim(
              "Szegedy et al. Rethinking the Inception Architecture. CVPR 2016, arXiv:1512.00567.",
     summarise=j.smoothing_numbers, judge=j.smoothing_verdict, tabulate=j.smoothing_table, chart_data=j.curve_frame,
     chart=ChartSpec("step", "validation loss (nats, unsmoothed)"),
-    note="Dates to ISO 8601 with the small Transformer encoder-decoder (reduced: fewer pairs and steps than the "
-         "preset). Perplexity is exp of the unsmoothed validation loss; accuracy is exact match of the whole date.",
+    note="Dates in many formats to ISO 8601 with the GRU encoder-decoder with Bahdanau attention (8,000 pairs, "
+         "300 steps instead of 20,000 and 2,000): label smoothing is a property of the loss, not of the "
+         "architecture, and the small Transformer preset needs far more than 300 steps to learn this task. "
+         "Perplexity is exp of the unsmoothed validation loss; exact match counts whole dates right.",
 )
 
 RESIDUAL = Claim(
