@@ -167,3 +167,12 @@ def test_view_has_every_chart_and_table_it_promises():
     assert len(view.charts) <= LESSON.max_charts and len(view.tables) <= LESSON.max_tables
     for chart in view.charts:
         chart.to_dict()
+
+
+@pytest.mark.parametrize("source", [CHECKPOINT + "vit-digits", "seq2seq-toytranslation-transformer"])
+def test_families_without_a_flops_estimate_still_show_their_parts(source):
+    view = LESSON.run({**FAST, "source": source, "vocab": 100})
+    family, config, _ = _resolve(source)
+    assert view.numbers["parameters"] == _numel(build_model(family, config))
+    assert "train_flops_per_token" not in view.numbers
+    assert any("no FLOPs estimate" in note for note in view.notes)
