@@ -1,4 +1,4 @@
-"""`python -m playground reproduce NAME [--json] [--workspace DIR] [--shipped] [--ship] [--quick]`
+"""`python -m playground reproduce NAME [--json] [--workspace DIR] [--shipped] [--ship] [--rejudge] [--quick]`
 and `python -m playground reproduce --list`.
 
 Re-runs a claim of the lecture notes (its experiment in presets/experiments/NAME.toml), printing
@@ -36,6 +36,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--shipped", action="store_true", help="show the shipped result, train nothing")
     parser.add_argument("--ship", action="store_true", help="write the new result to playground/reproduce/results/")
+    parser.add_argument("--rejudge", action="store_true",
+                        help="recompute the shipped result's numbers and verdict from its stored runs (after a change "
+                             "to the judging code) and write it back; trains nothing")
     parser.add_argument("--quick", action="store_true", help="a seconds-long smoke run (tests; numbers mean nothing)")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (the shipped results used 1)")
     parser.add_argument("--device", default="cpu", help="cpu (the shipped numbers) or cuda / mps")
@@ -76,6 +79,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.name:
         raise ConfigError(f"Name a claim: {', '.join(all_claims())} (or --list).")
     claim = get_claim(args.name)
+    if args.rejudge:
+        path = save_result(claim.shipped(), claim.result_path())
+        print(f"rewrote {path}: {claim.shipped().verdict}")
+        return 0
     if args.shipped:
         result = claim.shipped()
         print(json.dumps(result.to_json(), indent=1) if args.json else format_result(result, claim.name))

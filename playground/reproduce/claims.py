@@ -60,7 +60,7 @@ WARMUP = Claim(
           "with warm-up, and its result depends on the warm-up length; pre-LN (Fig. 3) trains without warm-up "
           "and reaches the same BLEU sooner.",
     citation="Xiong et al. On Layer Normalization in the Transformer Architecture. ICML 2020, arXiv:2002.04745.",
-    summarise=j.warmup_numbers, judge=j.warmup_verdict, tabulate=j.final_table, chart_data=j.curve_frame,
+    summarise=j.warmup_numbers, judge=j.warmup_verdict, tabulate=j.warmup_table, chart_data=j.curve_frame,
     chart=ChartSpec("step", "validation loss (nats)"),
     note="6-layer character model on Tiny Shakespeare (d_model 64, 600 steps), Adam at lr 2e-3 held constant after "
          "the warm-up, no gradient clipping. A loss stuck near 3.3 nats is a model that learned only letter frequencies.",

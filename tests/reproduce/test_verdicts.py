@@ -115,3 +115,18 @@ def test_heads_verdict():
     runs["heads_1"] = _run(2.01)
     assert j.heads_verdict(j.heads_numbers(runs)).holds is False
     assert j.heads_verdict(j.heads_numbers({"heads_4": _run(2.0)})).holds is None
+
+
+def test_the_letter_frequency_loss_is_that_of_tiny_shakespeare():
+    import collections
+
+    from playground.training.data import load_text
+
+    text, _ = load_text("tinyshakespeare", None, 0, None, None)
+    split = int(len(text) * 0.9)  # the presets' val_fraction 0.1, the tail
+    counts = collections.Counter(text[:split])
+    total = sum(counts.values())
+    val = text[split:]
+    ce = -sum(math.log(counts[ch] / total) for ch in val) / len(val)
+    assert ce == pytest.approx(j.UNIGRAM_NATS, abs=1e-3)
+    assert j._stuck(3.33) and not j._stuck(2.5)
