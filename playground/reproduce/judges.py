@@ -245,7 +245,7 @@ def scale_table(runs: Runs, numbers: Numbers) -> pd.DataFrame:
                           "unscaled − scaled": r.get("gap")} for r in numbers.values()])
 
 
-def final_by_group_chart(runs: Runs, group: str = "d_k") -> pd.DataFrame:
+def final_by_group_chart(runs: Runs) -> pd.DataFrame:
     """Final val loss per run as bars: x = the number after the last '_' of the run name, series = the rest."""
     rows = []
     for name, r in runs.items():
@@ -321,10 +321,20 @@ def residual_table(runs: Runs, numbers: Numbers) -> pd.DataFrame:
 
 # -- g. heads ---------------------------------------------------------------------------------------
 
+SEED_SPREAD_FACTOR = 3.0  # heads: a difference counts when it is this many times the seeds' spread
+MIN_SPREAD = 0.002  # ... and never below this many nats (a spread of zero is luck, not precision)
+
+
 def heads_numbers(runs: Runs) -> Numbers:
-    """Final val loss per head count, and how far one head is from the best of several."""
-    losses = {int(name.rsplit("_", 1)[1]): r["final"]["val_loss"] for name, r in runs.items()}
+    """Final val loss per head count, the spread of the repeated run over seeds, and how far one
+    head is from the best of several."""
+    losses = {int(name.split("_")[1]): r["final"]["val_loss"] for name, r in runs.items() if name.startswith("heads_")}
     out: Numbers = {"loss": {str(h): losses[h] for h in sorted(losses)}}
+    seeds = {name: r["final"]["val_loss"] for name, r in runs.items() if name.startswith("seed")}
+    if seeds:
+        repeated = int(next(iter(seeds)).split("_")[1])
+        values = [*seeds.values()] + ([losses[repeated]] if repeated in losses else [])
+        out.update(seed_heads=repeated, seed_losses=sorted(values), spread=round(max(values) - min(values), 5))
     several = {h: v for h, v in losses.items() if h > 1}
     if 1 in losses and several:
         best = min(several, key=several.get)
@@ -334,19 +344,33 @@ def heads_numbers(runs: Runs) -> Numbers:
 
 
 def heads_verdict(numbers: Numbers) -> Verdict:
-    """Holds when one head ends worse than the best multi-head run by more than the noise."""
+    """Holds when one head ends worse than the best multi-head run by more than SEED_SPREAD_FACTOR
+    times the seeds' spread (NOISE when no seeds were repeated)."""
     if "single_gap" not in numbers:
         return Verdict(None, "cannot tell: runs with one head and with several are needed.")
     gap = numbers["single_gap"]
-    holds = gap > NOISE
+    if "spread" in numbers:
+        bar = max(SEED_SPREAD_FACTOR * numbers["spread"], MIN_SPREAD)
+        noise = (f"{len(numbers['seed_losses'])} seeds of the {numbers['seed_heads']}-head run spread over "
+                 f"{numbers['spread']:.4f}; a difference counts from {bar:.3f}")
+    else:
+        bar, noise = NOISE, f"noise ≈ {NOISE}"
+    holds = gap > bar
     text = (f"one head ends at {_fmt(numbers['single_loss'])}, {numbers['best_heads']} heads at "
-            f"{_fmt(numbers['best_loss'])} ({gap:+.3f} nats; noise ≈ {NOISE})")
+            f"{_fmt(numbers['best_loss'])} ({gap:+.3f} nats; {noise})")
     return Verdict(holds, f"{'holds' if holds else 'does not hold'}: {text}.")
 
 
+def heads_chart(runs: Runs) -> pd.DataFrame:
+    """Final val loss per head count (x), one bar per seed (series)."""
+    rows = [{"x": int(name.split("_")[1]), "y": r["final"]["val_loss"],
+             "series": f"seed {name[4:].split('_')[0]}" if name.startswith("seed") else "preset seed"}
+            for name, r in runs.items()]
+    return pd.DataFrame(rows, columns=["x", "y", "series"])
+
+
 def heads_table(runs: Runs, numbers: Numbers) -> pd.DataFrame:
-    rows = []
-    for name, r in runs.items():
-        h = int(name.rsplit("_", 1)[1])
-        rows.append({"heads": h, "val loss": r["final"]["val_loss"], "wall s": r.get("wall_s")})
-    return pd.DataFrame(rows).sort_values("heads").reset_index(drop=True)
+    """One row per run: heads, its label (the seed for repeats), final val loss, wall time."""
+    rows = [{"heads": int(name.split("_")[1]), "run": r["label"], "val loss": r["final"]["val_loss"],
+             "wall s": r.get("wall_s")} for name, r in runs.items()]
+    return pd.DataFrame(rows).sort_values(["heads", "run"]).reset_index(drop=True)

@@ -12,6 +12,7 @@ from playground.errors import ConfigError, NotFoundError
 from playground.reproduce import ClaimProgress, ClaimResult, all_claims, get_claim
 from playground.reproduce.base import save_result
 from playground.reproduce.recipe import load_recipe
+from playground.settings import DEMO_CAPS
 from playground.training.spec import resolve_run
 
 NAMES = list(all_claims())
@@ -30,7 +31,8 @@ def test_every_run_of_every_recipe_resolves(name):
     recipe = claim.recipe()
     assert recipe.runs and recipe.quick
     for run in recipe.runs:
-        resolve_run(run.resolved())  # types, choices and caps checked
+        spec = resolve_run(run.resolved(), caps=DEMO_CAPS)  # types, choices and a public server's caps
+        assert spec.train.max_steps <= DEMO_CAPS.max_train_steps  # a server's step cap would change the numbers
         resolve_run(run.resolved(recipe.quick))
 
 
@@ -109,3 +111,14 @@ def test_cli_list_shipped_and_quick_json(tmp_path, capsys):
     assert data["quick"] is True and set(data["runs"]) == {"learned", "sinusoidal", "rope", "alibi", "none"}
     assert main(["reproduce", "nope"]) == 2
     assert main(["reproduce", "heads", "--quick", "--ship"]) == 2
+
+
+def test_a_rerun_gives_the_same_numbers(tmp_path):
+    from playground.workspace import Workspace
+
+    claim = get_claim("residual")
+    first = list(claim.run(Workspace(tmp_path / "a"), quick=True))[-1]
+    second = list(claim.run(Workspace(tmp_path / "b"), quick=True))[-1]
+    assert isinstance(first, ClaimResult) and isinstance(second, ClaimResult)
+    assert {k: r["final"] for k, r in first.runs.items()} == {k: r["final"] for k, r in second.runs.items()}
+    assert first.numbers == second.numbers and first.verdict == second.verdict

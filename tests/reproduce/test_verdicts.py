@@ -107,7 +107,7 @@ def test_residual_verdict():
     assert j.residual_verdict(j.residual_numbers(runs)).holds is False
 
 
-def test_heads_verdict():
+def test_heads_verdict_against_the_noise_floor():
     runs = {"heads_1": _run(2.10), "heads_4": _run(2.00), "heads_8": _run(2.03)}
     numbers = j.heads_numbers(runs)
     assert numbers["best_heads"] == 4 and numbers["single_gap"] == pytest.approx(0.1)
@@ -115,6 +115,18 @@ def test_heads_verdict():
     runs["heads_1"] = _run(2.01)
     assert j.heads_verdict(j.heads_numbers(runs)).holds is False
     assert j.heads_verdict(j.heads_numbers({"heads_4": _run(2.0)})).holds is None
+
+
+def test_heads_verdict_against_the_seeds_spread():
+    runs = {"heads_1": _run(2.015), "heads_4": _run(2.000), "seed1_4": _run(2.001), "seed2_4": _run(2.003)}
+    numbers = j.heads_numbers(runs)
+    assert numbers["spread"] == pytest.approx(0.003) and numbers["seed_losses"] == [2.0, 2.001, 2.003]
+    v = j.heads_verdict(numbers)
+    assert v.holds is True and "3 seeds of the 4-head run spread over 0.0030" in v.text  # 0.015 > 3 x 0.003
+    runs["seed2_4"] = _run(2.006)
+    assert j.heads_verdict(j.heads_numbers(runs)).holds is False  # 0.015 < 3 x 0.006
+    chart = j.heads_chart(runs)
+    assert set(chart["series"]) == {"preset seed", "seed 1", "seed 2"} and set(chart["x"]) == {1, 4}
 
 
 def test_the_letter_frequency_loss_is_that_of_tiny_shakespeare():
