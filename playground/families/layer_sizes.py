@@ -21,9 +21,11 @@ def norm(kind: str, d: int, bias: bool) -> int:
     return d * (2 if kind == "layernorm" and bias else 1)
 
 
-def attention(d: int, bias: bool) -> int:
-    """Self (qkv + out) and cross (q + kv + out) attention have the same count: 4 D² (+ 4 D)."""
-    return 4 * d * d + (4 * d if bias else 0)
+def attention(d: int, bias: bool, kv_width: int | None = None) -> int:
+    """Self (qkv + out) and cross (q + kv + out) attention have the same count: 4 D² (+ 4 D).
+    kv_width: keys' and values' width when smaller than D (grouped-query: n_kv_heads x head size)."""
+    kv = d if kv_width is None else kv_width
+    return linear(d, d + 2 * kv, bias) + linear(d, d, bias)
 
 
 def ffn(d: int, d_ff: int, kind: str, bias: bool) -> int:

@@ -98,9 +98,10 @@ class RowKVCache:
         self._pos: Tensor | None = None  # positions of this forward [rows]
 
     @staticmethod
-    def row_bytes(n_layers: int, max_length: int, d_model: int, element_size: int) -> int:
-        """Bytes one row takes (keys and values of every layer)."""
-        return 2 * n_layers * max_length * d_model * element_size
+    def row_bytes(n_layers: int, max_length: int, kv_width: int, element_size: int) -> int:
+        """Bytes one row takes (keys and values of every layer); kv_width = key/value heads x head
+        size (d_model, less with grouped-query attention)."""
+        return 2 * n_layers * max_length * kv_width * element_size
 
     @property
     def rows(self) -> int:
@@ -157,6 +158,11 @@ class RowKVCache:
         self._pos = None
 
 
+def _kv_heads(cfg: Any) -> int:
+    """Key/value heads a layer caches (fewer than n_head with grouped-query attention)."""
+    return getattr(cfg, "n_kv_heads", 0) or cfg.n_head
+
+
 # ---------------------------------------------------------------------------------------------
 # requests and the worker
 
@@ -198,7 +204,8 @@ class GPTBatcher:
         param = next(model.parameters())
         self.model = model
         self.block = int(cfg.block_size)
-        per_row = RowKVCache.row_bytes(cfg.n_layer, self.block, cfg.d_model, param.element_size())
+        per_row = RowKVCache.row_bytes(cfg.n_layer, self.block, _kv_heads(cfg) * (cfg.d_model // cfg.n_head),
+                                       param.element_size())
         self.max_rows = max(0, min(max_rows, KV_BUDGET_BYTES // per_row))  # capped before allocating
         self.max_waiting = max_waiting
         self.idle_s = idle_s
@@ -288,7 +295,7 @@ class GPTBatcher:
             return
         if self._cache is None:
             cfg, param = self.model.config, next(self.model.parameters())
-            self._cache = RowKVCache(cfg.n_layer, self.block, cfg.n_head, cfg.d_model // cfg.n_head,
+            self._cache = RowKVCache(cfg.n_layer, self.block, _kv_heads(cfg), cfg.d_model // cfg.n_head,
                                      self.max_rows, param.dtype, param.device)
         for job in joining:
             job.row = self._cache.add_rows(job.run.B)

@@ -267,10 +267,13 @@ class KVCache:
                 layer.v = layer.v.index_select(0, index)  # type: ignore[union-attr]
 
 
-def causal_mask(T: int, K: int, offset: int, device: torch.device) -> Tensor:
-    """Bool [T,K]: query i (absolute position offset + i) may attend to keys 0 .. offset + i."""
-    q_pos = torch.arange(offset, offset + T, device=device)  # [T]
-    return torch.arange(K, device=device)[None, :] <= q_pos[:, None]  # [T,K]
+def causal_mask(T: int, K: int, offset: int, device: torch.device, window: int = 0) -> Tensor:
+    """Bool [T,K]: query i (absolute position offset + i) may attend to keys 0 .. offset + i;
+    with ``window`` W > 0 only to the last W of them (itself and the W - 1 before: sliding window)."""
+    q_pos = torch.arange(offset, offset + T, device=device)[:, None]  # [T,1]
+    k_pos = torch.arange(K, device=device)[None, :]  # [1,K]
+    mask = k_pos <= q_pos  # [T,K]
+    return mask & (k_pos > q_pos - window) if window else mask
 
 
 # Device types where causal self-attention calls SDPA with is_causal=True (flash kernels on
@@ -290,6 +293,11 @@ class MultiHeadAttention(NamedAttention):
     the scores stay bounded whatever the projections' scale (QK-norm, Dehghani et al. 2023).
     ``dropout`` drops attention weights in training (``attn_drop``, the run's generator).
 
+    ``n_kv_heads`` (self-attention; 0 = n_head): grouped-query attention (Ainslie et al. 2023),
+    ``qkv`` is [D + 2 n_kv hd, D], the cache keeps n_kv_heads key/value heads and query head h
+    reads key/value head h // (n_head / n_kv_heads); 1 is multi-query attention (Shazeer 2019).
+    ``window`` W > 0 (causal only): each query sees itself and the W - 1 keys before it.
+
     forward = project -> positions -> cache -> mask -> attend -> merge heads; :meth:`_kernel`
     is the one place that picks how (SDPA's fused paths, or explicit as in :func:`attend`).
     """
@@ -297,18 +305,24 @@ class MultiHeadAttention(NamedAttention):
     def __init__(self, d_model: int, n_head: int, *, causal: bool = False, cross: bool = False,
                  bias: bool = True, dropout: float = 0.0, scale: bool = True,
                  rotary: Rotary | None = None, alibi: bool = False, uniform: bool = False,
-                 qk_norm: bool = False) -> None:
+                 qk_norm: bool = False, n_kv_heads: int = 0, window: int = 0) -> None:
         super().__init__()
         if d_model % n_head:
             raise ValueError(f"d_model {d_model} is not divisible by n_head {n_head}")
         self.n_head, self.head_dim = n_head, d_model // n_head
+        self.n_kv_heads = n_kv_heads or n_head
+        if n_head % self.n_kv_heads or cross and self.n_kv_heads != n_head:
+            raise ValueError(f"n_kv_heads {n_kv_heads} must divide n_head {n_head} (self-attention only)")
+        if window < 0 or window and not causal:
+            raise ValueError(f"window {window}: a sliding window needs causal self-attention and W >= 0")
+        self.window = window
         self.causal, self.cross, self.dropout = causal, cross, dropout
         self.scale = 1.0 / math.sqrt(self.head_dim) if scale else 1.0
         if cross:
             self.q_proj = nn.Linear(d_model, d_model, bias=bias)
             self.kv_proj = nn.Linear(d_model, 2 * d_model, bias=bias)
         else:
-            self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
+            self.qkv = nn.Linear(d_model, d_model + 2 * self.n_kv_heads * self.head_dim, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
         self.attn_drop = Dropout(dropout)
         self.rotary = None if cross else rotary  # positions do not apply across sequences
@@ -331,7 +345,8 @@ class MultiHeadAttention(NamedAttention):
         """
         q, k, v = self._project(x, context, cache, layer)  # q [B,H,T,hd]; k, v [B,H,T or S,hd]
         q, k = self._positions(q, k, offset)  # RoPE rotates q and k by their positions
-        k, v = self._cached(k, v, cache, layer, offset)  # all keys/values so far [B,H,K,hd]
+        k, v = self._cached(k, v, cache, layer, offset)  # all keys/values so far [B,Hkv,K,hd]
+        k, v = self._grouped(k), self._grouped(v)  # [B,H,K,hd]: each query head's key/value head
         if self.uniform:
             q = torch.zeros_like(q)  # all scores 0 -> softmax uniform over the allowed keys
         explicit, hooked, is_causal = self._kernel(q, k, key_mask, need_weights)  # device tuning, one place
@@ -341,10 +356,10 @@ class MultiHeadAttention(NamedAttention):
 
     # 1. project -------------------------------------------------------------------------
 
-    def _heads(self, t: Tensor, n: int) -> Tensor:
-        """[B,T,n*D] -> [n,B,H,T,hd]."""
+    def _heads(self, t: Tensor, n: int, heads: int = 0) -> Tensor:
+        """[B,T,n*heads*hd] -> [n,B,heads,T,hd] (heads: n_head when 0)."""
         B, T, _ = t.shape
-        return t.view(B, T, n, self.n_head, self.head_dim).permute(2, 0, 3, 1, 4)
+        return t.view(B, T, n, heads or self.n_head, self.head_dim).permute(2, 0, 3, 1, 4)
 
     def _norm_qk(self, t: Tensor) -> Tensor:
         """QK-norm: each head's vectors [.., hd] scaled to unit RMS (identity when off)."""
@@ -356,9 +371,14 @@ class MultiHeadAttention(NamedAttention):
                  layer: int) -> tuple[Tensor, Tensor, Tensor]:
         """Queries from x; keys and values from x (self) or from the memory (cross), where a
         cross-attention cache slot keeps the memory's projection for the whole sequence."""
-        if not self.cross:
+        if not self.cross and self.n_kv_heads == self.n_head:
             q, k, v = self._heads(self.qkv(x), 3)  # [B,H,T,hd] each
             return self._norm_qk(q), self._norm_qk(k), v
+        if not self.cross:  # grouped-query: fewer key/value heads than query heads
+            kv_dim = self.n_kv_heads * self.head_dim
+            q, kv = self.qkv(x).split([self.n_head * self.head_dim, 2 * kv_dim], dim=-1)
+            k, v = self._heads(kv, 2, self.n_kv_heads)  # [B,Hkv,T,hd] each
+            return self._norm_qk(self._heads(q, 1)[0]), self._norm_qk(k), v
         q = self._norm_qk(self._heads(self.q_proj(x), 1)[0])  # [B,H,T,hd]
         slot = cache.layers[layer] if cache is not None else None
         if slot is not None and slot.k is not None:
@@ -387,6 +407,12 @@ class MultiHeadAttention(NamedAttention):
             return k, v
         return cache.append(layer, k, v, offset)
 
+    def _grouped(self, t: Tensor) -> Tensor:
+        """Grouped-query attention: key/value heads [B,Hkv,K,hd] repeated for their query heads
+        -> [B,H,K,hd] (query head h reads head h // group); as is when Hkv == H."""
+        group = self.n_head // t.shape[1]
+        return t if group == 1 else t.repeat_interleave(group, dim=1)
+
     # 4. mask ----------------------------------------------------------------------------
 
     def _mask(self, q: Tensor, k: Tensor, key_mask: Tensor | None, offset: int,
@@ -395,7 +421,8 @@ class MultiHeadAttention(NamedAttention):
         key; ALiBi's additive bias [H,T,K] or None). ``causal=False`` when the kernel applies
         causality itself (SDPA's is_causal)."""
         T, K = q.shape[2], k.shape[2]
-        mask = causal_mask(T, K, offset, q.device) if causal and T > 1 else None  # [T,K]
+        windowed = causal and self.window and offset + T > self.window  # some key falls outside
+        mask = causal_mask(T, K, offset, q.device, self.window) if causal and (T > 1 or windowed) else None  # [T,K]
         if key_mask is not None:
             km = key_mask[:, None, None, :]  # [B,1,1,K]
             mask = km if mask is None else mask & km  # [B,1,T,K]
@@ -423,7 +450,7 @@ class MultiHeadAttention(NamedAttention):
         explicit = need_weights or dropping or hooked
         T = q.shape[2]
         is_causal = (not explicit and self.causal and 1 < T == k.shape[2] and key_mask is None
-                     and not self.alibi and q.device.type in IS_CAUSAL_DEVICE_TYPES)
+                     and not self.alibi and not self.window and q.device.type in IS_CAUSAL_DEVICE_TYPES)
         return explicit, hooked, is_causal
 
     def _attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, bias: Tensor | None,

@@ -105,7 +105,8 @@ def init_transformer_weights(model: nn.Module, n_residual_layers: int, std: floa
     Draws from ``generator`` (torch's global RNG when None)."""
     for name, p in model.named_parameters():
         if p.dim() >= 2:
-            scaled = name.endswith("out_proj.weight") or name.endswith("mlp.proj.weight")
+            scaled = (name.endswith("out_proj.weight") or name.endswith("mlp.proj.weight")
+                      or ".mlp.experts." in name and name.endswith(".proj.weight"))  # a mixture's experts
             nn.init.normal_(p, 0.0, std / (n_residual_layers**0.5) if scaled else std, generator=generator)
         elif name.endswith(".bias"):
             nn.init.zeros_(p)

@@ -5,7 +5,8 @@ with fused qkv and a 2-Linear MLP. What maps exactly: learned positions (and sin
 none, written as fixed position vectors), ffn gelu (tanh approx., GPT-2's ``gelu_new``),
 gelu_exact and relu, bias=False (written as zero biases), attn_scale on or off (off: the
 queries are written times sqrt(head_dim), which GPT-2's scaling divides out). RoPE, ALiBi,
-RMSNorm, post-LN and SwiGLU have no GPT-2 equivalent and are refused.
+RMSNorm, post-LN, SwiGLU, grouped-query attention, a sliding window shorter than the context
+and a mixture of experts have no GPT-2 equivalent and are refused.
 """
 
 from __future__ import annotations
@@ -46,6 +47,12 @@ def check_gpt2_compatible(config: GPTConfig) -> None:
         problems.append("tie_embeddings=false (GPT-2's output layer is its token embedding)")
     if getattr(config, "uniform_attention", False):
         problems.append("uniform_attention=true (GPT-2's attention is learned)")
+    if getattr(config, "n_kv_heads", 0) not in (0, config.n_head):
+        problems.append(f"n_kv_heads={config.n_kv_heads} (GPT-2 gives every query head its own keys and values)")
+    if getattr(config, "attn_window", 0) and config.attn_window < config.block_size:
+        problems.append(f"attn_window={config.attn_window} (GPT-2 attends to the whole context)")
+    if getattr(config, "ffn_experts", 0) > 1:
+        problems.append(f"ffn_experts={config.ffn_experts} (GPT-2 has one dense MLP per block, no router)")
     if problems:
         raise ConfigError(
             "This model cannot be exported to GPT-2 format: " + "; ".join(problems)

@@ -8,11 +8,18 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
-from playground.errors import PlaygroundError
+from playground.errors import ConfigError, PlaygroundError
 from playground.models.attention import KVCache, assign_attention_names
 from playground.models.base import ModelBase, ModelConfig, init_transformer_weights
 from playground.models.dropout import Dropout
-from playground.models.layers import EncoderBlock, block_options, check_block_options, final_norm
+from playground.models.layers import (
+    EncoderBlock,
+    FeedForward,
+    MoEFeedForward,
+    block_options,
+    check_block_options,
+    final_norm,
+)
 from playground.models.positional import POS_ENCODINGS, make_positions
 
 
@@ -43,10 +50,38 @@ class GPTConfig(ModelConfig):
     residual: bool = True  # false: no skip connections (an ablation; each sublayer feeds the next)
     scale_embeddings: bool = False  # token embeddings times sqrt(d_model), drawn N(0, 1/d_model) (Vaswani §3.4)
     init_std: float = 0.02  # std of the weight matrices at init (GPT-2's 0.02; d_model^-0.5 gives unit-variance q, k)
+    n_kv_heads: int = 0  # key/value heads: 0 = n_head (multi-head), 1 = multi-query, else grouped-query
+    attn_window: int = 0  # 0 = full causal attention; W = each token sees itself and the W - 1 before it
+    ffn_experts: int = 0  # 0 or 1: one dense FFN; E > 1: a mixture of E expert FFNs with a router
+    ffn_top_k: int = 2  # experts each token is sent to (with ffn_experts > 1)
+    moe_aux_weight: float = 0.01  # weight of the load-balancing loss added to the training loss
 
     def __post_init__(self) -> None:
         self._check_positive("vocab_size", "block_size", "n_layer", "n_head", "d_model", "init_std")
         check_block_options(self, self.d_model, self.n_head, POS_ENCODINGS)
+        name = type(self).__name__
+        if self.n_kv_heads < 0 or self.n_kv_heads and self.n_head % self.n_kv_heads:
+            raise ConfigError(f"{name}.n_kv_heads = {self.n_kv_heads} must divide n_head = {self.n_head} "
+                              "(each key/value head serves the same number of query heads); 0 means n_head.")
+        if self.attn_window < 0:
+            raise ConfigError(f"{name}.attn_window must be >= 0 (0 = full attention), got {self.attn_window}.")
+        if self.ffn_experts < 0:
+            raise ConfigError(f"{name}.ffn_experts must be >= 0 (0 or 1 = one dense FFN), got {self.ffn_experts}.")
+        if self.ffn_experts > 1 and not 1 <= self.ffn_top_k <= self.ffn_experts:
+            raise ConfigError(f"{name}.ffn_top_k = {self.ffn_top_k} must be between 1 and ffn_experts = "
+                              f"{self.ffn_experts} (the experts each token is sent to).")
+        if self.moe_aux_weight < 0:
+            raise ConfigError(f"{name}.moe_aux_weight must be >= 0, got {self.moe_aux_weight}.")
+
+    @property
+    def kv_heads(self) -> int:
+        """Key/value heads per layer (n_kv_heads, or n_head when 0)."""
+        return self.n_kv_heads or self.n_head
+
+    @property
+    def moe(self) -> bool:
+        """Whether the FFNs are mixtures of experts."""
+        return self.ffn_experts > 1
 
 
 class GPT(ModelBase):
@@ -68,7 +103,8 @@ class GPT(ModelBase):
         self.pos_emb = positions.embedding  # learned/sinusoidal table, else None
         self.drop = Dropout(c.emb_dropout)
         self.blocks = nn.ModuleList(
-            EncoderBlock(c.d_model, c.n_head, causal=True, **block_options(c, c.d_model, positions))
+            EncoderBlock(c.d_model, c.n_head, causal=True, **block_options(c, c.d_model, positions),
+                         n_kv_heads=c.n_kv_heads, window=c.attn_window, n_experts=c.ffn_experts, top_k=c.ffn_top_k)
             for _ in range(c.n_layer)
         )
         self.ln_f = final_norm(c, c.d_model)
@@ -87,9 +123,22 @@ class GPT(ModelBase):
         if c.zero_init:
             for block in self.blocks:
                 nn.init.zeros_(block.attn.out_proj.weight)
-                nn.init.zeros_(block.mlp.proj.weight)
+                for ffn in self.ffns(block):
+                    nn.init.zeros_(ffn.proj.weight)
             if not c.tie_embeddings:
                 nn.init.zeros_(self.lm_head.weight)
+
+    @staticmethod
+    def ffns(block: nn.Module) -> list[FeedForward]:
+        """A block's feed-forward networks: its mlp, or each expert of a mixture."""
+        return list(block.mlp.experts) if isinstance(block.mlp, MoEFeedForward) else [block.mlp]
+
+    def aux_loss(self) -> Tensor | None:
+        """The mixture of experts' load-balancing loss of the last training forward, summed over
+        layers and times moe_aux_weight (None without experts or outside training)."""
+        losses = [b.mlp.aux_loss for b in self.blocks if isinstance(b.mlp, MoEFeedForward)]
+        losses = [loss for loss in losses if loss is not None]
+        return self.config.moe_aux_weight * torch.stack(losses).sum() if losses and self.training else None
 
     def new_cache(self) -> KVCache:
         """An empty KV cache for incremental decoding (up to block_size positions)."""
@@ -169,8 +218,12 @@ class GPT(ModelBase):
             x = x + self.pos_emb.weight[pos][:, None]  # [R,1,D]
         x = self.drop(x)
         key_mask = None  # all rows equally long (one user, or users in step): every key is real
-        if min(cache.lengths) != K - 1:
-            key_mask = torch.arange(K, device=tokens.device)[None, :] <= pos[:, None]  # [R,K]
+        W = self.config.attn_window
+        if min(cache.lengths) != K - 1 or W and K > W:
+            keys = torch.arange(K, device=tokens.device)[None, :]  # [1,K]
+            key_mask = keys <= pos[:, None]  # [R,K]
+            if W:
+                key_mask &= keys > pos[:, None] - W  # the sliding window: the last W keys only
         for i, block in enumerate(self.blocks):
             x = block(x, key_mask=key_mask, cache=cache, layer=i, offset=0)
         cache.end()

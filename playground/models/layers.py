@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -69,6 +70,55 @@ class FeedForward(nn.Module):
         return self.proj(self.act(self.fc(x)))  # [B,T,F] (swiglu: [B,T,2F]) inside
 
 
+class MoEFeedForward(nn.Module):
+    """Mixture-of-experts FFN (Shazeer et al. 2017; Switch, Fedus et al. 2022): ``n_experts``
+    FeedForwards and a ``router`` Linear [E, D]; each token goes to its ``top_k`` experts, whose
+    outputs are mixed with a softmax over the chosen experts' router scores.
+
+    After each forward: ``load`` [E], the share of routing slots (tokens x top_k) each expert got,
+    ``choice`` [B,T,k] / ``gate`` [B,T,k] (detached, for the views) and, in training,
+    ``aux_loss``: the load-balancing loss E * sum_e f_e P_e (f_e: that share, P_e: the mean router
+    probability of e), 1 at a perfectly uniform load.
+    """
+
+    def __init__(self, d_model: int, d_ff: int, kind: str = "gelu", bias: bool = True,
+                 n_experts: int = 4, top_k: int = 2) -> None:
+        super().__init__()
+        if not 1 <= top_k <= n_experts:
+            raise ValueError(f"top_k {top_k} must be between 1 and n_experts {n_experts}")
+        self.top_k = top_k
+        self.router = nn.Linear(d_model, n_experts, bias=False)
+        self.experts = nn.ModuleList(FeedForward(d_model, d_ff, kind, bias) for _ in range(n_experts))
+        self.aux_loss: Tensor | None = None
+        self.load: Tensor | None = None
+        self.choice: Tensor | None = None
+        self.gate: Tensor | None = None
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x [B,T,D] -> [B,T,D]."""
+        B, T, D = x.shape
+        flat = x.reshape(B * T, D)  # [N,D]
+        probs = self.router(flat).softmax(-1)  # [N,E]
+        top_p, top_i = probs.topk(self.top_k, dim=-1)  # [N,k]
+        gates = top_p / top_p.sum(-1, keepdim=True)  # [N,k]: softmax over the chosen experts' scores
+        out = torch.zeros_like(flat)  # [N,D]
+        for e, expert in enumerate(self.experts):
+            rows, slot = (top_i == e).nonzero(as_tuple=True)  # the tokens that chose e, and where
+            if rows.numel():
+                out.index_add_(0, rows, expert(flat[rows]) * gates[rows, slot, None])  # [n,D]
+        E = len(self.experts)
+        load = torch.bincount(top_i.flatten(), minlength=E).to(probs.dtype) / top_i.numel()  # [E], sums to 1
+        self.load, self.choice, self.gate = load.detach(), top_i.view(B, T, -1), gates.detach().view(B, T, -1)
+        self.aux_loss = load_balancing_loss(load, probs.mean(0)) if self.training else None
+        return out.view(B, T, D)
+
+
+def load_balancing_loss(load: Tensor, mean_prob: Tensor) -> Tensor:
+    """Switch's auxiliary loss E * sum_e f_e P_e: load f [E] (a share, not differentiable),
+    mean router probability P [E]; 1 when both are uniform, larger when a few experts take most."""
+    return load.numel() * (load * mean_prob).sum()
+
+
 def check_block_options(cfg: Any, d_model: int, n_head: int, pos_encodings: tuple[str, ...]) -> None:
     """Validate the transformer fields every family config shares (raises ConfigError)."""
     cfg._check_choice("pos_encoding", pos_encodings)
@@ -126,7 +176,8 @@ class EncoderBlock(_Block):
     """Self-attention + FFN (GPT with causal=True, ViT and the seq2seq encoder with causal=False).
 
     Submodules: ln1, attn, ln2, mlp. Biases: ``attn_bias`` / ``ffn_bias`` / ``norm_bias``
-    default to ``bias``.
+    default to ``bias``. GPT's options: ``n_kv_heads`` (grouped-query attention), ``window``
+    (sliding-window attention), ``n_experts`` > 1 (mlp is a :class:`MoEFeedForward` with ``top_k``).
     """
 
     def __init__(self, d_model: int, n_head: int, d_ff: int, *, causal: bool = False,
@@ -134,7 +185,8 @@ class EncoderBlock(_Block):
                  bias: bool = True, attn_bias: bool | None = None, ffn_bias: bool | None = None,
                  norm_bias: bool | None = None, dropout: float = 0.0, attn_dropout: float = 0.0,
                  scale: bool = True, rotary: Rotary | None = None, alibi: bool = False,
-                 uniform: bool = False, qk_norm: bool = False, residual: bool = True) -> None:
+                 uniform: bool = False, qk_norm: bool = False, residual: bool = True,
+                 n_kv_heads: int = 0, window: int = 0, n_experts: int = 0, top_k: int = 2) -> None:
         super().__init__()
         attn_bias = bias if attn_bias is None else attn_bias
         ffn_bias = bias if ffn_bias is None else ffn_bias
@@ -142,9 +194,12 @@ class EncoderBlock(_Block):
         self.ln1 = make_norm(norm, d_model, norm_bias)
         self.attn = MultiHeadAttention(d_model, n_head, causal=causal, bias=attn_bias,
                                        dropout=attn_dropout, scale=scale, rotary=rotary, alibi=alibi,
-                                       uniform=uniform, qk_norm=qk_norm)
+                                       uniform=uniform, qk_norm=qk_norm, n_kv_heads=n_kv_heads, window=window)
         self.ln2 = make_norm(norm, d_model, norm_bias)
-        self.mlp = FeedForward(d_model, d_ff, ffn, ffn_bias)
+        if n_experts > 1:
+            self.mlp: nn.Module = MoEFeedForward(d_model, d_ff, ffn, ffn_bias, n_experts, top_k)
+        else:
+            self.mlp = FeedForward(d_model, d_ff, ffn, ffn_bias)
         self._init_residual(norm_placement, dropout, residual)
 
     def forward(self, x: Tensor, key_mask: Tensor | None = None, cache: KVCache | None = None,

@@ -14,9 +14,21 @@ from playground.families.layer_sizes import (
 from playground.models.gpt import GPTConfig
 
 
+def kv_width(c: GPTConfig) -> int:
+    """Width of one layer's keys (and of its values): n_kv_heads x head size (d_model for MHA)."""
+    return c.kv_heads * (c.d_model // c.n_head)
+
+
+def block_ffn(c: GPTConfig) -> int:
+    """One block's feed-forward parameters: a dense FFN, or E experts and the router [E, D]."""
+    dense = ffn(c.d_model, d_ff(c), c.ffn, c.bias)
+    return c.ffn_experts * dense + c.d_model * c.ffn_experts if c.moe else dense
+
+
 class GPTSizes(TransformerSizes):
     """Token embedding (tied with the output head unless tie_embeddings is off), positions,
-    n_layer blocks; sequences of block_size."""
+    n_layer blocks; sequences of block_size. Grouped-query attention has smaller key/value
+    projections and cache; a mixture of experts holds E FFNs but runs top_k of them per token."""
 
     seq_fields = ("block_size",)
 
@@ -27,8 +39,8 @@ class GPTSizes(TransformerSizes):
             "token embedding": c.vocab_size * c.d_model,
             "output head": 0 if c.tie_embeddings else c.vocab_size * c.d_model,  # an untied lm_head (no bias)
             "positions": positions(c, c.block_size),
-            "attention": n * attention(c.d_model, c.bias),
-            "feed-forward": n * ffn(c.d_model, d_ff(c), c.ffn, c.bias),
+            "attention": n * attention(c.d_model, c.bias, kv_width(c)),
+            "feed-forward": n * block_ffn(c),
             "norms": n * 2 * norm(c.norm, c.d_model, c.bias) + final_norm(c),
         }
 
@@ -36,11 +48,14 @@ class GPTSizes(TransformerSizes):
         """PaLM's estimate (Chowdhery et al. 2022, appendix B), as nanoGPT's estimate_mfu uses it,
         in its two terms: 6 N for the matrices' forward and backward plus 12 L d T for QKᵀ and AV
         over a full block_size context. N leaves out what no matrix product touches: the position
-        table and, when untied, the token embedding (a lookup)."""
+        table and, when untied, the token embedding (a lookup), and the experts a token is not sent
+        to (E - top_k per layer); a sliding window W shortens the context the scores span to W."""
         c = config
         lookups = positions(c, c.block_size) + (0 if c.tie_embeddings else c.vocab_size * c.d_model)
-        n_matmul = self.count_parameters(c) - lookups
-        return {"weights": 6 * n_matmul, "attention scores": 12 * c.n_layer * c.d_model * c.block_size}
+        idle_experts = c.n_layer * (c.ffn_experts - c.ffn_top_k) * ffn(c.d_model, d_ff(c), c.ffn, c.bias) if c.moe else 0
+        n_matmul = self.count_parameters(c) - lookups - idle_experts
+        span = min(c.attn_window or c.block_size, c.block_size)
+        return {"weights": 6 * n_matmul, "attention scores": 12 * c.n_layer * c.d_model * span}
 
     def train_flops_per_unit(self, config: GPTConfig) -> int:
         """Training FLOPs per token: the sum of :meth:`train_flops_parts`."""
@@ -50,5 +65,17 @@ class GPTSizes(TransformerSizes):
         return int(config.block_size)
 
     def activation_floats(self, config: GPTConfig, batch: int, seq: int) -> int:
+        """Floats kept for backward; a mixture of experts keeps top_k FFNs' hidden activations
+        per token (and the router's E scores) instead of one."""
         c = config
-        return batch * seq * (c.n_layer * transformer_layer_floats(c, seq, 1) + 2 * c.d_model + 4 * c.vocab_size)
+        layer = transformer_layer_floats(c, seq, 1)
+        if c.moe:
+            fc_out = 2 * d_ff(c) if c.ffn == "swiglu" else d_ff(c)
+            layer += (c.ffn_top_k - 1) * 2 * fc_out + 2 * c.ffn_experts
+        return batch * seq * (c.n_layer * layer + 2 * c.d_model + 4 * c.vocab_size)
+
+    def kv_cache_floats(self, config: GPTConfig, batch: int = 1, length: int | None = None) -> int:
+        """Floats of a KV cache for ``batch`` sequences of ``length`` tokens (block_size when None):
+        keys and values of every layer, n_kv_heads heads each (n_kv_heads / n_head of MHA's)."""
+        c = config
+        return 2 * c.n_layer * batch * (length or c.block_size) * kv_width(c)

@@ -11,7 +11,7 @@ from torch import Tensor, nn
 from playground.data.policy import DataPolicy
 from playground.data.splits import split_text
 from playground.tokenization.simple import build_char_tokenizer
-from playground.training.adapters import FamilyAdapter, Prepared, Preview, resolve_tokenizer, to_device
+from playground.training.adapters import FamilyAdapter, Prepared, Preview, plain_model, resolve_tokenizer, to_device
 from playground.training.config import TrainConfig, build_model_config
 from playground.training.data import (
     TextData,
@@ -56,8 +56,13 @@ class GPTAdapter(FamilyAdapter):
         return batch["x"].numel()
 
     def loss(self, model: nn.Module, batch: dict[str, Tensor], label_smoothing: float = 0.0) -> Tensor:
+        """Next-token cross-entropy; in training, plus a mixture of experts' load-balancing loss
+        (moe_aux_weight x its sum over layers), so the router learns to spread the tokens."""
         logits = model(batch["x"])  # [B,T,V]
-        return F.cross_entropy(logits.flatten(0, 1), batch["y"].flatten(), label_smoothing=label_smoothing)
+        loss = F.cross_entropy(logits.flatten(0, 1), batch["y"].flatten(), label_smoothing=label_smoothing)
+        aux_loss = getattr(plain_model(model), "aux_loss", None)  # GPT's; a model without experts gives None
+        aux = aux_loss() if aux_loss is not None else None
+        return loss if aux is None else loss + aux
 
     def evaluate(self, model: nn.Module, prep: Prepared, cfg: TrainConfig, caps: DeviceCaps) -> dict[str, float]:
         losses = []
