@@ -25,7 +25,7 @@ from playground.workspace import Workspace
 
 UPLOAD_PREFIX = "upload:"
 UPLOADS_FOLDER = "uploads"
-UPLOAD_SUFFIXES = (".txt", ".tsv", ".zip")
+UPLOAD_SUFFIXES = (".txt", ".tsv", ".csv", ".zip")
 MAX_ZIP_MEMBERS = 20_000
 MAX_ZIP_UNPACKED_BYTES = 200_000_000
 MAX_ZIP_RATIO = 200  # unpacked / packed bytes of one member; more looks like a zip bomb
@@ -102,7 +102,7 @@ class DataPolicy:
         check_upload(src, self.max_upload_bytes)
         suffix = src.suffix.lower()
         if suffix not in UPLOAD_SUFFIXES:
-            raise DataError(f"{src.name!r} is not a .txt, .tsv or .zip file; upload one of those.")
+            raise DataError(f"{src.name!r} is not a .txt, .tsv, .csv or .zip file; upload one of those.")
         if suffix == ".zip":
             check_zip(src)
         digest = _sha256(src)

@@ -174,7 +174,7 @@ def test_store_upload_refuses_symlinks_big_files_other_kinds_and_unsafe_zips(tmp
         DataPolicy(allow_paths=False, uploads=tmp_path / "u", max_upload_bytes=1000).store_upload(big)
     py = tmp_path / "x.py"
     py.write_text("print(1)")
-    with pytest.raises(DataError, match=".txt, .tsv or .zip"):
+    with pytest.raises(DataError, match=".txt, .tsv, .csv or .zip"):
         app_policy.store_upload(py)
     for name, extra in {
         "link.zip": [(_symlink_entry("a/evil.png", "/etc/passwd"), b"/etc/passwd")],
