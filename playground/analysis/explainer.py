@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -49,6 +50,11 @@ class FamilyExplainer(ABC):
     through_cross_attention: bool = False  # the output reads the input through cross-attention (not one self-attention stack)
     reads_images: bool = False  # the input units are image patches (pointing game, image box)
     uniform_override: dict[str, Any] | None = None  # preset override that trains it with frozen uniform attention
+
+    def for_model(self, model: nn.Module) -> FamilyExplainer:
+        """The explainer to put in a Query for ``model`` (a family whose models differ in structure
+        returns the variant that fits this one); by default itself."""
+        return self
 
     # -- the scalar F and the explained output -------------------------------------------
     def check(self, query: Query) -> None:
@@ -138,6 +144,11 @@ class FamilyExplainer(ABC):
     def skipped_methods(self, query: Query) -> set[str]:
         """Importance methods the experiments skip for this query's model."""
         return set(self.unavailable)
+
+    def unit_mask(self, query: Query, mask: Any) -> np.ndarray:
+        """A ground-truth mask (vit-shapes' object pixels [H,W], a review's rationale tokens [T]) as
+        one bool per input unit [U], for the pointing game / plausibility; ValueError without one."""
+        raise ValueError(f"{self.kind} models have no ground-truth masks over their input units")
 
     # -- the experiments' probe (one example, one explained row) ----------------------------
     @abstractmethod

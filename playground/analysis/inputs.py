@@ -5,6 +5,8 @@ B = output length for seq2seq) plus the labels the views need.
   (default: the model's prediction, or a token the user types / an id).
 - ViT: an image (array, tensor or a sample from the checkpoint's validation data, which for
   vit-shapes carries the object's mask); the target class (default: the prediction).
+- text classifier: a typed text (or a validation review, with its ground-truth rationale);
+  the target class (default: the prediction).
 - seq2seq: a source sentence (or a validation pair); the model's own greedy output is
   teacher-forced, every output token (EOS included) is one row; the selected output step
   picks the row the per-token views show.
@@ -25,6 +27,7 @@ from torch import Tensor
 
 from playground.analysis.query import Query
 from playground.data.examples import AnalysisExample
+from playground.data.reviews import encode_words
 from playground.errors import DataError, PlaygroundError
 from playground.families import get_family
 from playground.generation.lm import start_ids
@@ -281,6 +284,53 @@ def prepare_classifier(model: torch.nn.Module, image: Any, target: int | str | N
                     info={"target_prob": float(probs[target_id]), "predicted_prob": float(probs[predicted]),
                           "target_logit": float(logits[target_id]), "patch_size": cfg.patch_size,
                           "true_label": None if true_label is None else name(true_label)})
+
+
+# ----------------------------------------------------------------------------------------
+# text classifier
+
+
+def prepare_text_classifier(model: torch.nn.Module, tokenizer: Tokenizer | None, text: str,
+                            target: int | str | None = None, class_names: list[str] | None = None,
+                            rationale: Any | None = None, true_label: int | None = None,
+                            family: str = "text_classifier", device: str | torch.device = "cpu") -> Prepared:
+    """A class query over the tokens of one text (<unk> and other specials excluded from rankings);
+    the baseline of IG, leave-one-out "replace" and erasure is <unk> (a zero embedding at init,
+    still attended: <pad> would be masked, another function than the one explained).
+
+    ``rationale``: the ground-truth tokens [T] bool of a generated review (the cue words that
+    decide its label), kept as ``mask`` for the plausibility (pointing) table.
+    """
+    cfg = model.config
+    ids = encode_words(tokenizer, text, cfg.max_len)
+    if not ids:
+        raise PlaygroundError("Type a text to classify.")
+    x = torch.tensor([ids], dtype=torch.long, device=device)  # [1,T]
+    with torch.no_grad():
+        logits = model(x)[0].float()  # [C]
+    predicted = int(logits.argmax())
+    target_id = predicted if target is None or target == "" else class_index(target, class_names, cfg.n_classes)
+    name = (lambda i: class_names[i] if class_names and i < len(class_names) else f"class {i}")
+    specials = special_id_set(tokenizer) | {cfg.pad_id}
+    special = [i in specials for i in ids]
+    spec = get_family(family)
+    special_t = torch.tensor([special], device=device)  # [1,T]
+    query = Query(model, spec.explainer.for_model(model), x, torch.tensor([target_id], device=device),
+                  spec.input_embedding(model), baselines=torch.where(special_t, x, cfg.unk_id),
+                  units_mask=~special_t, pad_id=cfg.pad_id)
+    probs = logits.softmax(-1)
+    units = [token_label(tokenizer, i) for i in ids]
+    mask = None
+    if rationale is not None:
+        mask = torch.as_tensor(np.asarray(rationale), dtype=torch.bool)[: len(ids)]
+        mask = torch.cat([mask, mask.new_zeros(len(ids) - len(mask))])
+    return Prepared(family, spec.kind, query, units, special, [name(target_id)], 0, target_id, name(target_id),
+                    predicted, name(predicted), mask=mask, true_label=true_label, source_text=text,
+                    info={"target_prob": float(probs[target_id]), "predicted_prob": float(probs[predicted]),
+                          "probs": {name(k): float(p) for k, p in enumerate(probs.tolist())},
+                          "baseline_token": token_label(tokenizer, cfg.unk_id), "baseline_id": cfg.unk_id,
+                          "true_label": None if true_label is None else name(true_label),
+                          "rationale_words": None if mask is None else [u for u, m in zip(units, mask.tolist()) if m]})
 
 
 # ----------------------------------------------------------------------------------------

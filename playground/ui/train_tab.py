@@ -71,9 +71,11 @@ class FormField:
 def _form_fields() -> list[FormField]:
     from playground.data.images import IMAGE_SETS
     from playground.data.pairs import PAIR_SETS
+    from playground.families.text_classifier.training import TEXT_SETS
     from playground.models.layers import FFNS, NORM_PLACEMENTS, NORMS
     from playground.models.positional import POS_ENCODINGS
     from playground.models.rnn_seq2seq import CELLS, RNN_ATTENTIONS
+    from playground.models.text_classifier import ENCODERS
     from playground.training.config import SCHEDULES
 
     return [
@@ -91,6 +93,8 @@ def _form_fields() -> list[FormField]:
         FormField("model.n_head", "Heads", "int"),
         FormField("model.d_model", "Width (d_model)", "int"),
         FormField("model.patch_size", "Patch size", "int"),
+        FormField("model.encoder", "Encoder", "choice", ENCODERS,
+                  info="J&W: bilstm / cnn / avg + one attention layer; transformer: [CLS] or mean pooling"),
         FormField("model.cell", "RNN cell", "choice", CELLS),
         FormField("model.attention", "Attention", "choice", RNN_ATTENTIONS,
                   info="none = the fixed-vector bottleneck; additive = Bahdanau; dot / general = Luong"),
@@ -101,10 +105,20 @@ def _form_fields() -> list[FormField]:
         FormField("model.norm", "Norm", "choice", NORMS),
         FormField("model.ffn", "FFN", "choice", FFNS),
         FormField("model.attn_scale", "Scale scores by 1/sqrt(d_k)", "bool"),
+        FormField("model.n_kv_heads", "Key/value heads", "int",
+                  info="0 = one per head; 1 = all heads share one; fewer = a smaller KV cache (must divide Heads)"),
+        FormField("model.attn_window", "Attention window", "int",
+                  info="0 = the whole context; W = each token sees itself and the W - 1 tokens before it"),
+        FormField("model.ffn_experts", "FFN experts", "int",
+                  info="0 or 1 = one FFN; more = a router sends each token to a few of these expert FFNs"),
+        FormField("model.ffn_top_k", "Experts per token", "int",
+                  info="how many experts each token goes to (when FFN experts is more than 1)"),
         FormField("data.corpus", "Corpus", "text", tuple(CORPUS_CHOICES),
                   info="a built-in corpus, or upload a .txt below"),
         FormField("data.pairs", "Pair set", "choice", tuple(PAIR_SETS)),
         FormField("data.dataset", "Image set", "choice", tuple(IMAGE_SETS)),
+        FormField("data.texts", "Text set", "choice", TEXT_SETS,
+                  info="reviews: generated, with rationales; csv: upload text,label rows below; sst2: download"),
         FormField("data.n", "Examples", "int", info="0 = all / default"),
     ]
 

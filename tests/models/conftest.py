@@ -15,6 +15,7 @@ TINY_CONFIGS: dict[str, dict] = {
     "vit": dict(image_size=8, patch_size=4, channels=3, n_classes=5, d_model=16, n_layer=2, n_head=2),
     "rnn_seq2seq": dict(vocab_size=VOCAB, emb_dim=8, hidden=16, attention="additive"),
     "transformer_seq2seq": dict(vocab_size=VOCAB, d_model=16, n_head=2, max_len=16),
+    "text_classifier": dict(vocab_size=VOCAB, n_classes=3, emb_dim=8, hidden=16, encoder="bilstm"),
 }
 
 
@@ -26,6 +27,10 @@ def make_batch(family: str, batch: int = 3, seed: int = 0) -> tuple[tuple[Tensor
         return (ids[:, :-1],), ids[:, 1:]
     if family == "vit":
         return (torch.randn(batch, 3, 8, 8, generator=g),), torch.randint(0, 5, (batch,), generator=g)
+    if family == "text_classifier":  # row 0 right-padded
+        ids = torch.randint(2, VOCAB, (batch, 7), generator=g)
+        ids[0, 5:] = PAD
+        return (ids,), torch.randint(0, 3, (batch,), generator=g)
     src = torch.randint(3, VOCAB, (batch, 7), generator=g)
     src[0, 5:] = PAD
     tgt = torch.randint(3, VOCAB, (batch, 6), generator=g)

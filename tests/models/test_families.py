@@ -19,7 +19,7 @@ FAMILY_NAMES = sorted(FAMILIES)
 
 
 def test_registry_covers_the_tiny_configs() -> None:
-    assert set(FAMILIES) == {"gpt", "vit", "rnn_seq2seq", "transformer_seq2seq"} == set(TINY_CONFIGS)
+    assert set(FAMILIES) == {"gpt", "vit", "rnn_seq2seq", "transformer_seq2seq", "text_classifier"} == set(TINY_CONFIGS)
     with pytest.raises(NotFoundError, match="gpt"):
         get_family("bert")
 
@@ -90,6 +90,6 @@ def test_fast_path_equals_explicit_path_and_rows_sum_to_one(family: str) -> None
     for name, w in maps.items():
         assert w.dim() == 4 and w.shape[0] == 3, name
         assert torch.all(w >= 0)
-        if "seq2seq" in family and not name.endswith("self_attn"):  # keys are source tokens
+        if ("seq2seq" in family and not name.endswith("self_attn")) or family == "text_classifier":  # keys: tokens
             assert torch.all(w[0, ..., 5:] == 0), name  # padded source positions
         assert torch.allclose(w.sum(-1), torch.ones(w.shape[:3]), atol=1e-5), name

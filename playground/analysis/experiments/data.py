@@ -9,11 +9,14 @@ Each becomes a one-example :class:`Query`:
   after its last position (the model's prediction); gold = the true next token.
 - ViT: a validation image; explained output = the predicted class; gold = the label; the
   object mask rides along for vit-shapes (pointing game).
+- text classifier: a validation text; explained output = the predicted class; gold = the
+  label; generated reviews carry their rationale (the tokens that decide the label) as mask.
 - seq2seq: a validation source; the model's own greedy output is teacher-forced and one
   output step (drawn at random among the output tokens, EOS only when the output is empty)
   is explained; gold = the reference token at that step when the output still matches.
 
-The builders (:func:`lm_queries`, :func:`classifier_queries`, :func:`seq2seq_queries`) take
+The builders (:func:`lm_queries`, :func:`classifier_queries`, :func:`text_classifier_queries`,
+:func:`seq2seq_queries`) take
 plain tensors, so tests use them with tiny models and no bundle.
 """
 from __future__ import annotations
@@ -48,7 +51,7 @@ class HeldOut:
     labels: list[str]  # one short description per example
     units: list[list[str]]  # unit labels per example (token text, "r0c1" patches)
     gold: list[int | None]  # the true output at the explained position (None: unknown)
-    masks: list[Tensor | None] = field(default_factory=list)  # object pixels [H,W] (vit-shapes)
+    masks: list[Tensor | None] = field(default_factory=list)  # object pixels [H,W] (vit-shapes); rationale [T] (reviews)
     class_names: list[str] | None = None
     description: str = ""
 
@@ -97,6 +100,27 @@ def classifier_queries(model: nn.Module, images: Tensor) -> list[Query]:
     return [Query(model, family.explainer, images[i : i + 1], preds[i : i + 1], family.input_embedding(model),
                   baselines=torch.zeros_like(images[i : i + 1]), grid=tuple(model.grid), cls_token=cls)
             for i in range(images.shape[0])]
+
+
+def text_classifier_queries(model: nn.Module, texts: Sequence[Sequence[int]],
+                            tokenizer: Tokenizer | None = None) -> list[Query]:
+    """One class query per text (token ids, no padding), explaining the predicted class;
+    baseline = <unk> at every real token (specials kept)."""
+    cfg = model.config
+    device = next(model.parameters()).device
+    specials = (special_id_set(tokenizer) if tokenizer is not None else set()) | {cfg.pad_id}
+    family = family_of(model)
+    explainer = family.explainer.for_model(model)
+    out = []
+    for ids in texts:
+        x = torch.tensor([list(ids)], dtype=torch.long, device=device)  # [1,T]
+        with torch.no_grad():
+            pred = model(x).argmax(-1)  # [1]
+        special = torch.tensor([[int(t) in specials for t in ids]], device=device)
+        base = torch.where(special, x, torch.full_like(x, cfg.unk_id))
+        out.append(Query(model, explainer, x, pred, family.input_embedding(model), baselines=base,
+                         units_mask=~special, pad_id=cfg.pad_id))
+    return out
 
 
 def seq2seq_queries(model: nn.Module, sources: Sequence[Sequence[int]], gen: torch.Generator,

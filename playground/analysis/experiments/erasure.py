@@ -42,7 +42,7 @@ from playground.analysis.experiments.core import (
     row_stats,
 )
 from playground.analysis.experiments.jain_wallace import compute_importances, methods_for
-from playground.analysis.explain.pointing import patch_mask, pointing_game
+from playground.analysis.explain.pointing import pointing_game
 from playground.analysis.query import Query
 from playground.errors import PlaygroundError
 
@@ -493,7 +493,8 @@ def iter_pointing(
     if len(masks) != len(queries):
         raise ValueError("one mask (or None) per query")
     if not any(m is not None for m in masks):
-        raise PlaygroundError("The pointing game needs images with known object masks (a model trained on vit-shapes).")
+        raise PlaygroundError("The pointing game needs known ground truth: images with object masks (a model trained on "
+                              "vit-shapes) or generated reviews with rationales (a text classifier on data.texts = reviews).")
     queries = list(queries)
     skipped: list[str] = []
     if queries and importance_fn is None:
@@ -507,10 +508,7 @@ def iter_pointing(
         q, mask = item
         if mask is None:
             return []
-        if not q.explainer.reads_images:
-            raise PlaygroundError("The pointing game is for image classifiers.")
-        size = q.inputs.shape[-1] // q.grid[1]  # type: ignore[index]
-        pm = patch_mask(mask, size)
+        pm = q.explainer.unit_mask(q, mask)  # [U] bool: object patches / rationale tokens
         names = [m for m in methods if m != "random"]
         imp = importance_fn(q) if importance_fn else compute_importances(q, names)
         rows = []

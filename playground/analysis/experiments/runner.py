@@ -39,7 +39,7 @@ EXPERIMENTS: dict[str, str] = {
     "diagnostic": "W&P: logistic regression on attention-pooled frozen embeddings (learned/uniform/permuted/adversarial)",
     "erasure": "S&S: erase units in each ranking's order until the decision flips",
     "aopc": "Deletion/insertion curves, AOPC and ERASER comprehensiveness/sufficiency",
-    "pointing": "Pointing game over vit-shapes images with object masks",
+    "pointing": "Pointing game / plausibility against known ground truth (vit-shapes masks, review rationales)",
 }
 
 

@@ -21,7 +21,7 @@ import torch
 from playground.analysis.explain import attention as am
 from playground.analysis.explain import attributions as at
 from playground.analysis.explain.agreement import agreement_table
-from playground.analysis.explain.pointing import alignment_accuracy, patch_mask, pointing_game
+from playground.analysis.explain.pointing import alignment_accuracy, pointing_game
 from playground.analysis.explain.propagation import FLOW_MAX_TOKENS
 from playground.analysis.inputs import Prepared, data_samples
 from playground.bundle import Bundle
@@ -293,7 +293,7 @@ def analyze_prepared(prepared: Prepared, options: AnalysisOptions | None = None,
 def pointing_table(result: InputAnalysis) -> pd.DataFrame:
     """Pointing-game score of each method against the object's mask (vit-shapes)."""
     p = result.prepared
-    pm = patch_mask(p.mask, int(p.info["patch_size"]))  # type: ignore[arg-type]
+    pm = p.query.explainer.unit_mask(p.query, p.mask)  # [U] object patches / rationale tokens
     rows = [pointing_game(result.row(m), pm, method=m).to_dict() for m in result.importances]
     return pd.DataFrame(rows, columns=["method", "mass_share", "hit", "k"])
 

@@ -115,6 +115,10 @@ class ClassifierExplainer(FamilyExplainer):
         m = m.repeat_interleave(H // gh, dim=2).repeat_interleave(W // gw, dim=3)  # [N,1,H,W]
         return x * m + base * (1 - m)  # type: ignore[operator]
 
+    def unit_mask(self, query: Query, mask: Any) -> np.ndarray:
+        """Object pixels [H,W] -> the patches that hold any of them, flattened [U]."""
+        return patch_mask(mask, query.inputs.shape[-1] // query.grid[1]).reshape(-1)  # type: ignore[index]
+
     def skipped_methods(self, query: Query) -> set[str]:
         return set(self.unavailable) | (set() if query.cls_token else MEAN_POOL_SKIPS)
 
