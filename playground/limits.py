@@ -120,6 +120,10 @@ class ModelSizes(ABC):
         for model FLOPs utilisation; None where the family has no estimate."""
         return None
 
+    def train_flops_parts(self, config: ModelConfig) -> dict[str, int] | None:
+        """:meth:`train_flops_per_unit` in its named terms; None where the family has no estimate."""
+        return None
+
     def is_estimable(self, config: ModelConfig) -> bool:
         """Whether the sizes can be estimated (False: the config's own check says what is wrong)."""
         return True

@@ -28,6 +28,7 @@ from playground.lessons.block_probes import (
     norm_placement_probe,
     score_matrix_bytes,
 )
+from playground.limits import ModelSizes
 from playground.models.base import ModelConfig
 from playground.settings import SHIPPED_LIBRARY
 from playground.training.config import build_model_config
@@ -103,9 +104,9 @@ def block_table(config: ModelConfig) -> pd.DataFrame:
     return pd.DataFrame([{"piece": piece, "parameters": count} for piece, count in rows])
 
 
-def flops_by_context(config: ModelConfig, lengths: list[int]) -> pd.DataFrame:
-    """The GPT family's training FLOPs per token, in its two terms, for a context of each length."""
-    sizes = get_family("gpt").sizes
+def flops_by_context(sizes: ModelSizes, config: ModelConfig, lengths: list[int]) -> pd.DataFrame:
+    """Training FLOPs per token in the family's terms (`sizes.train_flops_parts`), for a context of
+    each length."""
     rows = []
     for length in lengths:
         parts = sizes.train_flops_parts(dataclasses.replace(config, block_size=length))
@@ -144,13 +145,12 @@ def compute(source: str, vocab: int, d_model: int, n_head: int, n_layer: int, d_
     charts = [parts_chart(parts, f"Parameters of {source}")]
     tables = {"Parameters by part": parts, "One block, itemised": block}
 
-    flops = sizes.train_flops_per_unit(config)
-    if flops is not None and family == "gpt":
-        terms = sizes.train_flops_parts(config)
+    flops, terms = sizes.train_flops_per_unit(config), sizes.train_flops_parts(config)
+    if flops is not None and terms is not None:
         numbers |= {"train_flops_per_token": flops, "forward_flops_per_token": flops // 3,
                     "flops_terms": terms}
         lengths = sorted({2**i for i in range(4, 16)} | {config.block_size})
-        charts.append(flops_context_chart(flops_by_context(config, lengths), config.block_size))
+        charts.append(flops_context_chart(flops_by_context(sizes, config, lengths), config.block_size))
         notes.append(f"Training FLOPs per token at T = {config.block_size:,}: {flops:,} (6N = {terms['weights']:,} "
                      f"for the weight matrices, 12·L·d·T = {terms['attention scores']:,} for QKᵀ and the weighted "
                      f"sum); a forward pass is a third of it, {flops // 3:,}.")
