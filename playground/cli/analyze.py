@@ -134,7 +134,7 @@ def format_report(result: InputAnalysis) -> str:
     if result.deeplift:
         lines.append(f"DeepLift (experimental): delta {result.deeplift['delta'][p.selected]:+.3e}")
     if result.pointing is not None:
-        lines += ["", "pointing game (share of top-k importance inside the object):",
+        lines += ["", "pointing game (share of top-k importance inside the object mask or rationale):",
                   result.pointing.to_string(index=False, float_format=lambda v: f"{v:.3f}")]
     if result.alignment is not None:
         lines += ["", "alignment accuracy against the gold alignment:",

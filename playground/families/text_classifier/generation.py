@@ -99,8 +99,8 @@ class TextClassifierGenerator(FamilyGenerator):
         return False
 
     def console_result(self, done: Done) -> str:
-        return "\n".join(f"{name}\t{p:.4f}" for name, p in sorted(done.info["class_probs"].items(),
-                                                                  key=lambda kv: -kv[1]))
+        rows = sorted(done.info["class_probs"].items(), key=lambda kv: -kv[1])
+        return "".join(f"{name}\t{p:.4f}\n" for name, p in rows)
 
     def summary(self, done: Done) -> str | None:
         return f"predicted **{done.samples[0].text}**"
