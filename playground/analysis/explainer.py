@@ -50,6 +50,9 @@ class FamilyExplainer(ABC):
     through_cross_attention: bool = False  # the output reads the input through cross-attention (not one self-attention stack)
     reads_images: bool = False  # the input units are image patches (pointing game, image box)
     uniform_override: dict[str, Any] | None = None  # preset override that trains it with frozen uniform attention
+    # how the pointing game / plausibility names its ground truth (vit-shapes' object masks by default)
+    truth_terms: dict[str, str] = {"set": "vit-shapes", "truth": "the object", "unit": "patch", "inputs": "images",
+                                   "defines": "the object that defines the class (known masks)"}
 
     def for_model(self, model: nn.Module) -> FamilyExplainer:
         """The explainer to put in a Query for ``model`` (a family whose models differ in structure

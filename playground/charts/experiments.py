@@ -245,11 +245,11 @@ def pointing_chart(rows: pd.DataFrame) -> alt.Chart:
                                                    n=("mass_share", "size")).reset_index()
     return (alt.Chart(_data(means)).mark_bar()
             .encode(x=alt.X("method:N", sort=list(means["method"]), title=None),
-                    y=alt.Y("mass_share:Q", title="top-k importance on the object", scale=alt.Scale(domain=[0, 1]),
+                    y=alt.Y("mass_share:Q", title="top-k importance on the object / rationale", scale=alt.Scale(domain=[0, 1]),
                             axis=alt.Axis(format="%")),
                     color=alt.Color("method:N", legend=None),
                     tooltip=["method:N", alt.Tooltip("mass_share:Q", format=".1%"), alt.Tooltip("hit_rate:Q", format=".0%"), "n:Q"])
-            .properties(title="Pointing game: does the importance land on the object?", width=WIDTH, height=HEIGHT))
+            .properties(title="Pointing game: does the importance land on the object (rationale)?", width=WIDTH, height=HEIGHT))
 
 
 def experiment_chart(result: Any) -> Any:

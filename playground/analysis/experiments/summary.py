@@ -351,13 +351,15 @@ def summarize_curves(result: Any) -> Summary:
 
 def summarize_pointing(result: Any) -> Summary:
     stats = sorted(result.stats()["methods"], key=lambda m: -m["mean_mass_share"])
-    findings = [f"{m['method']}: {_pct(m['mean_mass_share'])} of the top-k importance lies on the object; the top patch "
-                f"hits it on {_pct(m['hit_rate'])} of {m['n']} images." for m in stats]
+    family = FAMILIES.get(str(result.settings.get("family")))
+    t = (family.explainer if family is not None else FamilyExplainer).truth_terms
+    findings = [f"{m['method']}: {_pct(m['mean_mass_share'])} of the top-k importance lies on {t['truth']}; the top "
+                f"{t['unit']} hits it on {_pct(m['hit_rate'])} of {m['n']} {t['inputs']}." for m in stats]
     return Summary(
-        "Pointing game on vit-shapes", findings,
-        "Whether each method's importance lands on the object that defines the class (known masks).",
-        "Faithfulness: a model may legitimately use background or edges, and a method that points at the object "
-        "may do so because objects are salient, not because the model relies on them.",
+        f"Pointing game (plausibility) on {t['set']}", findings,
+        f"Whether each method's importance lands on {t['defines']}.",
+        f"Faithfulness: a model may legitimately use other {t['unit']}s, and a method that points at {t['truth']} "
+        "may do so because it is salient, not because the model relies on it.",
         _stopped(result))
 
 

@@ -46,6 +46,8 @@ class TextClassifierExplainer(FamilyExplainer):
     output_name = "class distribution"
     adversarial_epsilon = 0.01
     uniform_override = {"model.uniform_attention": True}
+    truth_terms = {"set": "generated reviews", "truth": "the rationale", "unit": "token", "inputs": "reviews",
+                   "defines": "the cue words that decide the label (known rationales)"}
 
     def __init__(self, variant: str = "family") -> None:
         self.variant = variant
