@@ -13,6 +13,8 @@ The same runs from the CLI (what this script does, one line each):
     python -m playground train seq2seq-dates-bahdanau --name seq2seq-dates-bahdanau --set train.save_optimizer=false
     python -m playground train seq2seq-toytranslation-bahdanau --name seq2seq-toytranslation-bahdanau \
         --set train.save_optimizer=false
+    python -m playground train seq2seq-toytranslation-noattn --name seq2seq-toytranslation-noattn \
+        --set train.save_optimizer=false
     python -m playground train textclf-reviews-bilstm-additive --name textclf-reviews-bilstm-additive \
         --set train.save_optimizer=false   # likewise -cnn-additive, -avg-additive, -transformer
 
@@ -37,6 +39,8 @@ DEMOS: dict[str, tuple[str, dict[str, str]]] = {
     "vit-shapes": ("vit-shapes", {}),
     "seq2seq-dates-bahdanau": ("seq2seq-dates-bahdanau", {}),
     "seq2seq-toytranslation-bahdanau": ("seq2seq-toytranslation-bahdanau", {}),
+    # same recipe without attention: the Lessons tab's bottleneck lesson compares the two
+    "seq2seq-toytranslation-noattn": ("seq2seq-toytranslation-noattn", {}),
     # Jain & Wallace's text classifiers, one per encoder kind, on generated reviews with rationales
     "textclf-reviews-bilstm-additive": ("textclf-reviews-bilstm-additive", {}),
     "textclf-reviews-cnn-additive": ("textclf-reviews-cnn-additive", {}),
