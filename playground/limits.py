@@ -124,6 +124,10 @@ class ModelSizes(ABC):
         """:meth:`train_flops_per_unit` in its named terms; None where the family has no estimate."""
         return None
 
+    def notes(self, config: ModelConfig) -> list[str]:
+        """Short facts about the model's size worth a line when training starts (none by default)."""
+        return []
+
     def is_estimable(self, config: ModelConfig) -> bool:
         """Whether the sizes can be estimated (False: the config's own check says what is wrong)."""
         return True

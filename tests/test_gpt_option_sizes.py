@@ -43,3 +43,12 @@ def test_flops_count_only_the_experts_a_token_runs() -> None:
     assert GPTSizes().train_flops_parts(config)["weights"] == 6 * active
     windowed = GPTSizes().train_flops_parts(_config(attn_window=4))["attention scores"]
     assert windowed * 4 == GPTSizes().train_flops_parts(_config())["attention scores"]
+
+
+def test_notes_name_the_saved_cache_the_window_and_the_active_share() -> None:
+    gqa, window, moe = (GPTSizes().notes(_config(**o)) for o in (dict(n_kv_heads=1), dict(attn_window=4),
+                                                                dict(ffn_experts=4, ffn_top_k=1)))
+    assert "KV cache 2 KiB" in gqa[0] and "1/4 of multi-head" in gqa[0]  # k, v x 2 layers x 16 x 8 floats x 4 B
+    assert "at most 4 tokens" in window[0]
+    assert "4 experts per FFN, 1 per token" in moe[0]
+    assert GPTSizes().notes(_config()) == []

@@ -404,9 +404,10 @@ def _loop(run: _Run, notes: list[str], stop: StopFlag) -> Iterator[TrainEvent]:
         return TrainEvent(kind, run.step, cfg.max_steps, unit=unit, elapsed_s=run.elapsed_s, **kw)
 
     n_params = sum(p.numel() for p in run.model.parameters())
+    size_notes = get_family(run.spec.family).sizes.notes(prep.model_config)  # e.g. GQA's smaller KV cache
     yield event("start", message=" ".join(
         [f"{run.spec.family} · {n_params / 1e6:.2f}M parameters · {caps.describe()}"
-         + (f" · {world} processes" if world > 1 else "")] + notes))
+         + (f" · {world} processes" if world > 1 else "")] + size_notes + notes))
 
     step_time: float | None = None  # EMA of seconds per update
     eval_time = 0.0

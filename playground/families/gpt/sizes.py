@@ -25,6 +25,11 @@ def block_ffn(c: GPTConfig) -> int:
     return c.ffn_experts * dense + c.d_model * c.ffn_experts if c.moe else dense
 
 
+def idle_experts(c: GPTConfig) -> int:
+    """Parameters of the experts a token is not sent to (E - top_k per layer; 0 without experts)."""
+    return c.n_layer * (c.ffn_experts - c.ffn_top_k) * ffn(c.d_model, d_ff(c), c.ffn, c.bias) if c.moe else 0
+
+
 class GPTSizes(TransformerSizes):
     """Token embedding (tied with the output head unless tie_embeddings is off), positions,
     n_layer blocks; sequences of block_size. Grouped-query attention has smaller key/value
@@ -52,8 +57,7 @@ class GPTSizes(TransformerSizes):
         to (E - top_k per layer); a sliding window W shortens the context the scores span to W."""
         c = config
         lookups = positions(c, c.block_size) + (0 if c.tie_embeddings else c.vocab_size * c.d_model)
-        idle_experts = c.n_layer * (c.ffn_experts - c.ffn_top_k) * ffn(c.d_model, d_ff(c), c.ffn, c.bias) if c.moe else 0
-        n_matmul = self.count_parameters(c) - lookups - idle_experts
+        n_matmul = self.count_parameters(c) - lookups - idle_experts(c)
         span = min(c.attn_window or c.block_size, c.block_size)
         return {"weights": 6 * n_matmul, "attention scores": 12 * c.n_layer * c.d_model * span}
 
@@ -73,6 +77,23 @@ class GPTSizes(TransformerSizes):
             fc_out = 2 * d_ff(c) if c.ffn == "swiglu" else d_ff(c)
             layer += (c.ffn_top_k - 1) * 2 * fc_out + 2 * c.ffn_experts
         return batch * seq * (c.n_layer * layer + 2 * c.d_model + 4 * c.vocab_size)
+
+    def notes(self, config: GPTConfig) -> list[str]:
+        """What the attention kinds and experts change: the KV cache next to multi-head attention's,
+        the keys a windowed query sees, the share of the weights a token runs through."""
+        c = config
+        out = []
+        if c.kv_heads != c.n_head:
+            kib = self.kv_cache_floats(c) * 4 / 1024  # float32
+            out.append(f"KV cache {kib:.0f} KiB per sequence of {c.block_size} tokens, {c.kv_heads}/{c.n_head} "
+                       f"of multi-head attention's ({c.kv_heads} key/value head{'s' * (c.kv_heads > 1)} for {c.n_head} query heads).")
+        if c.attn_window and c.attn_window < c.block_size:
+            out.append(f"Each token attends to at most {c.attn_window} tokens (itself and {c.attn_window - 1} before).")
+        if c.moe:
+            total = self.count_parameters(c)
+            out.append(f"{c.ffn_experts} experts per FFN, {c.ffn_top_k} per token: each token uses "
+                       f"{(total - idle_experts(c)) / 1e6:.2f}M of the {total / 1e6:.2f}M parameters.")
+        return out
 
     def kv_cache_floats(self, config: GPTConfig, batch: int = 1, length: int | None = None) -> int:
         """Floats of a KV cache for ``batch`` sequences of ``length`` tokens (block_size when None):
