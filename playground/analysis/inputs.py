@@ -62,7 +62,7 @@ class Prepared:
     position: int | None = None  # lm: query position in the (cropped) input
     offset: int = 0  # lm: tokens cropped away on the left (input longer than the context)
     image: Tensor | None = None  # classifier input [C,H,W] in [0, 1]
-    mask: Tensor | None = None  # classifier: object pixels [H,W] (vit-shapes samples)
+    mask: Tensor | None = None  # classifier: object pixels [H,W] (vit-shapes) or rationale tokens [T] (reviews)
     true_label: int | None = None
     gold_alignment: list[tuple[int, int]] | None = None  # seq2seq validation pairs (target, source)
     source_text: str = ""

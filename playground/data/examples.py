@@ -38,7 +38,7 @@ class AnalysisExample:
 
     label: str
     image: Tensor | None = None  # [C,H,W] in [0, 1]
-    mask: Tensor | None = None  # object pixels [H,W] (vit-shapes)
+    mask: Tensor | None = None  # object pixels [H,W] (vit-shapes); rationale tokens [T] (generated reviews)
     true_label: int | None = None
     source: str | None = None
     reference: str | None = None

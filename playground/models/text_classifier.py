@@ -13,7 +13,7 @@ linear head.
   general e_t = q^T W h_t, uniform e_t = 0 (W&P's frozen-uniform baseline);
 - alpha = masked softmax over the real tokens; context c = sum_t alpha_t h_t; logits = W c + b.
 
-encoder "transformer": embeddings (+ learned positions) -> n_layer EncoderBlocks -> [CLS]
+encoder "transformer": embeddings (+ learned positions, or RoPE inside attention) -> n_layer EncoderBlocks -> [CLS]
 (a learned vector put before the tokens, key 0 of every attention map) or mean over the real
 tokens -> final norm -> linear head.
 
@@ -42,9 +42,11 @@ from playground.models.attention import (
 from playground.models.base import ModelBase, ModelConfig, init_transformer_weights
 from playground.models.dropout import Dropout
 from playground.models.layers import FFNS, NORMS, EncoderBlock, make_norm
+from playground.models.positional import Rotary
 
 ENCODERS = ("bilstm", "cnn", "avg", "transformer")
 POOLS = ("cls", "mean")
+POSITIONS = ("learned", "rope")
 
 
 @dataclass
@@ -64,8 +66,9 @@ class TextClassifierConfig(ModelConfig):
     n_layer: int = 2  # transformer
     n_head: int = 2  # transformer
     d_ff: int = 0  # transformer; 0 = 4 * hidden
-    max_len: int = 128  # transformer: learned positions (tokens, CLS excluded)
+    max_len: int = 128  # the longest input in tokens (CLS excluded): texts are cut to it
     pool: Literal["cls", "mean"] = "cls"  # transformer
+    pos_encoding: Literal["learned", "rope"] = "learned"  # transformer: a learned table or rotary (relative)
     norm: Literal["layernorm", "rmsnorm"] = "layernorm"  # transformer
     ffn: str = "gelu"  # transformer
     dropout: float = 0.1  # on embeddings and before the head (transformer: inside the blocks too)
@@ -77,6 +80,7 @@ class TextClassifierConfig(ModelConfig):
         self._check_choice("encoder", ENCODERS)
         self._check_choice("attention", SCORES)
         self._check_choice("pool", POOLS)
+        self._check_choice("pos_encoding", POSITIONS)
         self._check_choice("norm", NORMS)
         self._check_choice("ffn", FFNS)
         self._check_dropouts("dropout")
@@ -146,11 +150,14 @@ class TextClassifier(ModelBase):
 
     def _build_transformer(self, c: TextClassifierConfig) -> None:
         self.proj = nn.Linear(c.emb_dim, c.hidden) if c.emb_dim != c.hidden else nn.Identity()
-        self.pos_emb = nn.Embedding(c.max_len + (c.pool == "cls"), c.hidden)
+        n_positions = c.max_len + (c.pool == "cls")
+        learned = c.pos_encoding == "learned"
+        self.pos_emb = nn.Embedding(n_positions, c.hidden) if learned else None
+        rotary = None if learned else Rotary(c.hidden // c.n_head, n_positions)  # shared by every block
         self.cls = nn.Parameter(torch.zeros(1, 1, c.hidden)) if c.pool == "cls" else None
         self.blocks = nn.ModuleList(
             EncoderBlock(c.hidden, c.n_head, c.d_ff or 4 * c.hidden, norm=c.norm, ffn=c.ffn, dropout=c.dropout,
-                         uniform=c.uniform_attention)
+                         uniform=c.uniform_attention, rotary=rotary)
             for _ in range(c.n_layer))
         self.ln_f = make_norm(c.norm, c.hidden, True)
 
@@ -220,7 +227,9 @@ class TextClassifier(ModelBase):
         if self.cls is not None:
             x = torch.cat([self.cls.expand(B, -1, -1), x], 1)  # [B,T+1,H]
             real = torch.cat([real.new_ones(B, 1), real], 1)
-        x = self.drop(x + self.pos_emb(torch.arange(x.shape[1], device=ids.device)))
+        if self.pos_emb is not None:
+            x = x + self.pos_emb(torch.arange(x.shape[1], device=ids.device))  # [B,T',H]
+        x = self.drop(x)
         for i, block in enumerate(self.blocks):
             x = block(x, key_mask=real, layer=i)  # [B,T',H]
         x = self.ln_f(x)

@@ -15,12 +15,14 @@ from playground.models.text_classifier import (
     TextClassifierConfig,
 )
 
-VARIANTS = [(e, "cls") for e in ENCODERS] + [("transformer", "mean")]
+VARIANTS = [(e, "cls", "learned") for e in ENCODERS] + [("transformer", "mean", "learned"),
+                                                         ("transformer", "cls", "rope")]
 
 
-def _model(encoder: str, pool: str = "cls", **kw) -> TextClassifier:
+def _model(encoder: str, pool: str = "cls", pos: str = "learned", **kw) -> TextClassifier:
     torch.manual_seed(0)
-    config = TextClassifierConfig(vocab_size=30, n_classes=3, encoder=encoder, pool=pool, emb_dim=8, hidden=16,
+    config = TextClassifierConfig(vocab_size=30, n_classes=3, encoder=encoder, pool=pool, pos_encoding=pos, emb_dim=8,
+                                  hidden=16,
                                   n_head=2, n_layer=2, max_len=20, dropout=0.0, **kw)
     return TextClassifier(config).eval()
 
@@ -30,9 +32,9 @@ def _ids() -> torch.Tensor:
     return torch.randint(2, 30, (4, 9), generator=g)  # [B,T], no padding
 
 
-@pytest.mark.parametrize("encoder, pool", VARIANTS)
-def test_shapes_and_padding_does_not_change_the_output(encoder: str, pool: str) -> None:
-    model, ids = _model(encoder, pool), _ids()
+@pytest.mark.parametrize("encoder, pool, pos", VARIANTS)
+def test_shapes_and_padding_does_not_change_the_output(encoder: str, pool: str, pos: str) -> None:
+    model, ids = _model(encoder, pool, pos), _ids()
     out = model(ids)
     assert out.shape == (4, 3)
     padded = torch.cat([ids, torch.zeros(4, 5, dtype=torch.long)], 1)  # right padding with pad_id 0
@@ -43,9 +45,9 @@ def test_shapes_and_padding_does_not_change_the_output(encoder: str, pool: str) 
     assert model.num_parameters() == TextClassifierSizes().count_parameters(model.config)
 
 
-@pytest.mark.parametrize("encoder, pool", VARIANTS)
-def test_attention_sums_to_one_over_the_real_tokens(encoder: str, pool: str) -> None:
-    model = _model(encoder, pool)
+@pytest.mark.parametrize("encoder, pool, pos", VARIANTS)
+def test_attention_sums_to_one_over_the_real_tokens(encoder: str, pool: str, pos: str) -> None:
+    model = _model(encoder, pool, pos)
     ids = _ids()
     ids[1, 5:] = 0
     alpha = model.attention_weights(ids)  # [B,T]

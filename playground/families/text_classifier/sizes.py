@@ -33,7 +33,7 @@ class TextClassifierSizes(ModelSizes):
         else:
             ff = c.d_ff or 4 * h
             parts["input projection"] = linear(e, h, True) if e != h else 0
-            parts["positions"] = (c.max_len + (c.pool == "cls")) * h
+            parts["positions"] = (c.max_len + (c.pool == "cls")) * h if c.pos_encoding == "learned" else 0
             parts["cls token"] = h if c.pool == "cls" else 0
             parts["attention"] = c.n_layer * (4 * h * h + 4 * h)
             parts["feed-forward"] = c.n_layer * ffn(h, ff, c.ffn, True)
