@@ -104,7 +104,8 @@ class MoEFeedForward(nn.Module):
         out = torch.zeros_like(flat)  # [N,D]
         for e, expert in enumerate(self.experts):
             rows, slot = (top_i == e).nonzero(as_tuple=True)  # the tokens that chose e, and where
-            if rows.numel():
+            if rows.numel() or self.training:  # an idle expert still joins training's graph (zero
+                # gradients, not None: DistributedDataParallel expects a gradient for every parameter)
                 out.index_add_(0, rows, expert(flat[rows]) * gates[rows, slot, None])  # [n,D]
         E = len(self.experts)
         load = torch.bincount(top_i.flatten(), minlength=E).to(probs.dtype) / top_i.numel()  # [E], sums to 1

@@ -107,3 +107,16 @@ def test_gpt2_export_refuses_the_new_options(option: dict, word: str) -> None:
     with pytest.raises(ConfigError, match=word):
         check_gpt2_compatible(GPTConfig(block_size=64, n_head=4, d_model=32, **option))
     check_gpt2_compatible(GPTConfig(block_size=64, n_head=4, d_model=32, attn_window=64, n_kv_heads=4))
+
+
+def test_an_idle_expert_gets_zero_gradients_in_training() -> None:
+    torch.manual_seed(4)
+    moe = MoEFeedForward(D, F_, "gelu", n_experts=3, top_k=1).train()
+    with torch.no_grad():
+        moe.router.weight.zero_()
+        moe.router.weight[0] = 1.0  # expert 0 wins for inputs with a positive sum
+    x = torch.rand(2, 5, D)  # all positive: every token goes to expert 0
+    moe(x).sum().backward()
+    assert moe.load.tolist() == [1.0, 0.0, 0.0]
+    idle = moe.experts[2].fc.weight.grad
+    assert idle is not None and (idle == 0).all()
