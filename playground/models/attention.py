@@ -343,7 +343,7 @@ class MultiHeadAttention(NamedAttention):
         cache/layer: KV cache and this module's slot in it; offset: absolute position of x[:,0]
         (= cache length when decoding incrementally).
         """
-        q, k, v = self._project(x, context, cache, layer)  # q [B,H,T,hd]; k, v [B,H,T or S,hd]
+        q, k, v = self._project(x, context, cache, layer)  # q [B,H,T,hd]; k, v [B,Hkv,T or S,hd]
         q, k = self._positions(q, k, offset)  # RoPE rotates q and k by their positions
         k, v = self._cached(k, v, cache, layer, offset)  # all keys/values so far [B,Hkv,K,hd]
         k, v = self._grouped(k), self._grouped(v)  # [B,H,K,hd]: each query head's key/value head
