@@ -3,13 +3,15 @@ inter-layer dropout run layer by layer on the built-in modules' own parameters."
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 from playground.models.dropout import Dropout, dropout, set_dropout_generator
-from playground.families import build_model
+from playground.families import build_model, get_family
 from playground.models.rnn_seq2seq import GRU, LSTM
 
 from .conftest import TINY_CONFIGS
@@ -55,10 +57,9 @@ def test_the_walker_refuses_dropout_that_reads_the_global_rng() -> None:
 @pytest.mark.parametrize("family", sorted(TINY_CONFIGS))
 def test_every_family_uses_only_generator_dropout(family: str) -> None:
     config = {**TINY_CONFIGS[family], "dropout": 0.1}
-    if "hidden" not in config:
-        config.update(attn_dropout=0.1, emb_dropout=0.1)
-    else:
-        config["n_layers"] = 2
+    fields = {f.name for f in dataclasses.fields(get_family(family).config_cls)}
+    # every dropout the family has: attention weights, embeddings, between stacked RNN layers
+    config.update({k: v for k, v in {"attn_dropout": 0.1, "emb_dropout": 0.1, "n_layers": 2}.items() if k in fields})
     assert set_dropout_generator(build_model(family, config), torch.Generator()) > 0
 
 
