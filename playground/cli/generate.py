@@ -15,6 +15,7 @@ from playground.bundle import Bundle, load_bundle
 from playground.cli import workspace_from
 from playground.errors import ConfigError
 from playground.generation.api import GenerateRequest, generator_of, stream
+from playground.generation.batching import close_workers
 from playground.generation.events import Done, StepEvent
 from playground.generation.family import FamilyGenerator
 from playground.generation.filters import SamplingConfig
@@ -77,12 +78,15 @@ def run(args: argparse.Namespace) -> int:
         out.write(args.prompt)
         out.flush()
     done: Done | None = None
-    for event in stream(bundle, request):
-        if isinstance(event, Done):
-            done = event
-        elif live and isinstance(event, StepEvent):
-            out.write(event.text)
-            out.flush()
+    try:
+        for event in stream(bundle, request):
+            if isinstance(event, Done):
+                done = event
+            elif live and isinstance(event, StepEvent):
+                out.write(event.text)
+                out.flush()
+    finally:
+        close_workers()  # the process ends soon: no batch worker may be left inside a torch op
     assert done is not None
     if args.json:
         print(json.dumps(_as_json(done), indent=2, ensure_ascii=False))

@@ -215,6 +215,7 @@ class GPTBatcher:
         self._active: list[Job] = []
         self._thread: threading.Thread | None = None
         self._cache: RowKVCache | None = None
+        self._closing = False  # set by close(): end as soon as nothing is running
         self.steps = 0  # decode passes run (for tests and the bench)
         self.max_batch_seen = 0
 
@@ -238,6 +239,18 @@ class GPTBatcher:
             self._cond.notify()
         return job
 
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Let the worker finish what runs and end now instead of after `idle_s` (a later submit
+        starts a new one)."""
+        with self._cond:
+            self._closing = True
+            thread = self._thread
+            self._cond.notify()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout_s)
+        with self._cond:
+            self._closing = False
+
     def alive(self) -> bool:
         thread = self._thread
         return thread is not None and thread.is_alive()
@@ -247,7 +260,7 @@ class GPTBatcher:
     def _loop(self) -> None:
         while True:
             with self._cond:
-                idle = not self._active and not self._waiting and not self._cond.wait(self.idle_s)
+                idle = not self._active and not self._waiting and (self._closing or not self._cond.wait(self.idle_s))
             if idle and self._exit_if_idle():
                 return
             with self._cond:
@@ -438,6 +451,16 @@ def generations_running(model: nn.Module) -> int:
         return 0
     with batcher._cond:
         return len(batcher._active) + len(batcher._waiting)
+
+
+def close_workers(timeout_s: float = 5.0) -> None:
+    """End every batch worker once its running generations are done. For a process about to
+    exit (the CLI): a worker is a daemon thread, and one still inside a torch op when the
+    interpreter exits aborts the process ("terminate called without an active exception")."""
+    with _batchers_lock:
+        batchers = list(_batchers.values())
+    for batcher in batchers:
+        batcher.close(timeout_s)
 
 
 def batchable(model: nn.Module) -> bool:

@@ -245,3 +245,19 @@ def test_same_settings_are_drawn_together(gpt_bundle, monkeypatch):
     for a, g in zip(alone, gens):
         _same(a, _drain(g))
     assert rows_per_call and max(rows_per_call) == 4  # the three shared-settings requests' 4 rows
+
+
+def test_close_ends_the_worker_after_what_runs(gpt_bundle):
+    """close() lets a running generation finish, then the worker thread ends at once (not after
+    idle_s): the CLI calls it before the process exits."""
+    model, tok = gpt_bundle.model, gpt_bundle.tokenizer
+    batcher = GPTBatcher(model, idle_s=60.0)
+    gen = stream_batched(model, tok, tok.encode("the").ids, batcher=batcher, max_new_tokens=8, seed=1)
+    next(gen)
+    thread = batcher._thread
+    done = _drain(gen)
+    batcher.close(timeout_s=5.0)
+    assert len(done.samples[0].ids) == 8
+    assert thread is not None and not thread.is_alive() and not batcher.alive()
+    again = _drain(stream_batched(model, tok, tok.encode("the").ids, batcher=batcher, max_new_tokens=8, seed=1))
+    assert again.samples[0].ids == done.samples[0].ids  # a later request starts a new worker
