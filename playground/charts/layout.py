@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 import altair as alt
+import pandas as pd
 
 # Total widths (px) per box, axes and legends included.
 HALF = 320  # Train: learning rate, throughput (boxes 392 px at 1400, 328 px at 1000)
@@ -37,3 +38,24 @@ def panel_width(budget: int, panels: int, overhead: int, least: int = 40) -> int
     """The width of each of `panels` side-by-side panels when each costs `overhead` px beside its
     plot (axis labels, titles, spacing) and all must fit in `budget` px (never below `least`)."""
     return max(least, (budget - panels * overhead) // max(1, panels))
+
+
+def chart_frames(chart: alt.TopLevelMixin) -> list[pd.DataFrame]:
+    """The DataFrames a chart draws: its own and its layers' and panels', each once, in order."""
+    frames: list[pd.DataFrame] = []
+
+    def walk(part: object) -> None:
+        data = getattr(part, "data", None)
+        if isinstance(data, pd.DataFrame) and not any(f is data for f in frames):
+            frames.append(data)
+        for attr in ("layer", "hconcat", "vconcat", "concat"):
+            children = getattr(part, attr, None)
+            if isinstance(children, list):
+                for child in children:
+                    walk(child)
+        spec = getattr(part, "spec", None)  # a faceted or repeated chart draws its inner spec
+        if spec is not None and spec is not alt.Undefined:
+            walk(spec)
+
+    walk(chart)
+    return frames

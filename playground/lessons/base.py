@@ -15,6 +15,8 @@ from typing import Any, Literal
 import altair as alt
 import pandas as pd
 
+from playground.charts.layout import chart_frames
+
 from playground.errors import PlaygroundError
 
 ParamKind = Literal["int", "float", "choice", "text", "bool"]
@@ -89,6 +91,21 @@ class LessonView:
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     charts: list[alt.TopLevelMixin] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+
+    def data(self) -> pd.DataFrame:
+        """Every chart's data and every table in one long frame (the tab's CSV download);
+        `shown_in` names the chart (by its title) or table each row comes from."""
+        parts = []
+        for i, chart in enumerate(self.charts):
+            title = getattr(chart, "title", None)
+            name = title if isinstance(title, str) and title else f"chart {i + 1}"
+            parts += [frame.assign(shown_in=name) for frame in chart_frames(chart)]
+        parts += [frame.assign(shown_in=name) for name, frame in self.tables.items()]
+        if not parts:
+            return pd.DataFrame({"shown_in": []})
+        long = pd.concat(parts, ignore_index=True, sort=False)
+        return long[["shown_in", *[c for c in long.columns if c != "shown_in"]]]
 
 
 @dataclass(frozen=True)

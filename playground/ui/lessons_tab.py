@@ -9,6 +9,7 @@ from typing import Any
 import gradio as gr
 
 from playground.lessons import Lesson, LessonInputError, LessonView, all_lessons
+from playground.scratch import download_dir
 from playground.ui import claims_view
 from playground.ui.components import Chart, Slider
 from playground.ui.context import AppContext, user_errors
@@ -60,8 +61,19 @@ def preset_values(lesson: Lesson, preset: str | None) -> list[Any]:
     return [values[p.name] for p in lesson.params]
 
 
+def data_csv(lesson: Lesson, view: LessonView) -> str | None:
+    """Every chart's data and table of `view` as one CSV for the download button (None if empty)."""
+    frame = view.data()
+    if frame.empty:
+        return None
+    path = download_dir("playground-lesson-") / f"lesson-{lesson.name}.csv"
+    frame.to_csv(path, index=False)
+    return str(path)
+
+
 def view_updates(lesson: Lesson, view: LessonView) -> list[Any]:
-    """Notes, then one update per chart slot, then one per table slot (unused slots hidden)."""
+    """Notes, then one update per chart slot, then one per table slot (unused slots hidden), then
+    the CSV of the view's data."""
     charts = list(view.charts)[: lesson.max_charts]
     tables = list(view.tables.items())[: lesson.max_tables]
     out: list[Any] = [notes_markdown(view)]
@@ -69,6 +81,7 @@ def view_updates(lesson: Lesson, view: LessonView) -> list[Any]:
     out += [gr.update(value=None, visible=False)] * (lesson.max_charts - len(charts))
     out += [gr.update(value=frame, label=name, visible=True) for name, frame in tables]
     out += [gr.update(value=None, visible=False)] * (lesson.max_tables - len(tables))
+    out.append(data_csv(lesson, view))
     return out
 
 
@@ -82,7 +95,7 @@ def input_problem(lesson: Lesson, error: LessonInputError) -> list[Any]:
     """What a run with unusable input shows: the message where the notes go (and as a toast), and
     everything else as it was. (A raised gr.Error would blank every chart and table of the lesson.)"""
     gr.Warning(str(error))
-    return [f"**Cannot run this:** {error}", *[gr.skip()] * (lesson.max_charts + lesson.max_tables)]
+    return [f"**Cannot run this:** {error}", *[gr.skip()] * (lesson.max_charts + lesson.max_tables + 1)]
 
 
 def _runner(lesson: Lesson) -> Callable[..., list[Any]]:
@@ -125,7 +138,9 @@ def lesson_view(lesson: Lesson, initial: LessonView | None = None) -> tuple[list
         update = first[1 + lesson.max_charts + i] if first else {"value": None, "visible": False}
         tables.append(Table(value=update["value"], label=update.get("label") or f"table {i + 1}",
                             visible=update["visible"], interactive=False, max_height=360, wrap=True))
-    outputs = [notes, *charts, *tables]
+    csv = gr.DownloadButton("Data of these charts and tables (CSV)", value=first[-1] if first else None,
+                            size="sm", elem_id=f"lesson-{lesson.name}-csv")
+    outputs = [notes, *charts, *tables, csv]
     handler = _runner(lesson)
     # One event for every way of asking (a click, a slider let go, a choice, Enter in a box): each
     # event is a dependency in the page config every browser downloads, so they are not one per widget.

@@ -42,11 +42,18 @@ def test_examples_fill_every_widget_and_a_run_fills_the_slots():
     assert values == ["2, 1, 0.5, -0.5", 0.5, 2, 1.0, 0.0]
     assert lessons_tab.preset_values(SAMPLING, None) == [p.default for p in SAMPLING.params]
     out = lessons_tab.run_lesson(SAMPLING, *values)
-    assert len(out) == 1 + SAMPLING.max_charts + SAMPLING.max_tables
+    assert len(out) == 1 + SAMPLING.max_charts + SAMPLING.max_tables + 1
     assert "Sampled from: 2 of 4 tokens" in out[0] and "T = 1: the notes print" in out[0]
-    charts, tables = out[1:3], out[3:]
+    charts, tables, csv = out[1:3], out[3:-1], out[-1]
     assert all(u["visible"] for u in charts + tables)
     assert tables[0]["label"] == "After each filter" and isinstance(tables[0]["value"], pd.DataFrame)
+    # the download holds every chart's data and every table, each row saying where it is drawn
+    data = pd.read_csv(csv)
+    shown = set(data["shown_in"])
+    assert {"What each filter leaves", "After each filter"} <= shown
+    table = tables[0]["value"]
+    rows = data[data["shown_in"] == "After each filter"]
+    assert len(rows) == len(table) and list(rows[table.columns[0]].astype(str)) == list(table.iloc[:, 0].astype(str))
 
 
 def test_unused_slots_are_hidden():
@@ -55,12 +62,12 @@ def test_unused_slots_are_hidden():
     wide = attention.__class__(**{**attention.__dict__, "max_charts": 3, "max_tables": 4})
     out = lessons_tab.view_updates(wide, view)
     assert [u["visible"] for u in out[1:4]] == [True, False, False]
-    assert [u["visible"] for u in out[4:]] == [True, True, False, False]
+    assert [u["visible"] for u in out[4:-1]] == [True, True, False, False]
 
 
 def test_bad_input_is_a_message_and_the_charts_and_tables_stay():
     handler = lessons_tab._runner(SAMPLING)
-    slots = SAMPLING.max_charts + SAMPLING.max_tables
+    slots = SAMPLING.max_charts + SAMPLING.max_tables + 1  # charts, tables, the CSV
     with pytest.warns(UserWarning, match="'x' is not a number"):  # gr.Warning outside a request warns
         out = handler("1, x", 1.0, 0, 1.0, 0.0)
     assert out[0] == "**Cannot run this:** Logits: 'x' is not a number; write numbers like 0.5 or -2."
