@@ -14,6 +14,12 @@ from torch import Tensor
 LN2 = math.log(2.0)  # the largest JSD: two distributions with disjoint supports
 
 
+def wide(t: Tensor) -> Tensor:
+    """``t`` in float32 at least: float16/bfloat16 widen to float32, float64 stays float64 (a
+    model cast to float64 for numerical honesty keeps its precision through the softmax)."""
+    return t if t.dtype == torch.float64 else t.float()
+
+
 def tvd(p: Tensor, q: Tensor) -> Tensor:
     """Total variation distance ½Σ|p − q| over the last axis. p, q [..., V] -> [...]."""
     return 0.5 * (p - q).abs().sum(-1)

@@ -25,6 +25,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from playground.analysis.divergences import wide
+
 if TYPE_CHECKING:  # bundle imports the family registry, which imports this module
     from playground.bundle import Bundle
 
@@ -231,4 +233,4 @@ class AnalyzeView:
 
 def log_prob(rows: Tensor, targets: Tensor) -> Tensor:
     """log softmax(rows)[target] per row: [B,V], [B] -> [B]."""
-    return rows.float().log_softmax(-1).gather(1, targets[:, None])[:, 0]  # [B]
+    return wide(rows).log_softmax(-1).gather(1, targets[:, None])[:, 0]  # [B] (float64 stays float64)

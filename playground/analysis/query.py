@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 import torch
 from torch import Tensor, nn
 
+from playground.analysis.divergences import wide
 from playground.analysis.explainer import FamilyExplainer
 
 
@@ -118,4 +119,4 @@ class Query:
     def probs(self, inputs: Tensor | None = None, positions: Tensor | None = None) -> Tensor:
         """Output distribution being explained, [N,V] (softmax of :meth:`output_rows`), no gradient."""
         with torch.no_grad():
-            return self.output_rows(self.inputs if inputs is None else inputs, positions).float().softmax(-1)
+            return wide(self.output_rows(self.inputs if inputs is None else inputs, positions)).softmax(-1)

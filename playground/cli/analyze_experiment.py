@@ -57,7 +57,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=int, default=500, help="adversarial Adam steps (default 500; seeds: 0 skips the adversaries)")
     parser.add_argument("--k", type=int, default=5, help="adversaries per example (default 5)")
     parser.add_argument("--views", default=None, help="agreement: attention views (default attention,attention_mean,rollout,norm)")
-    parser.add_argument("--references", default=None, help="agreement: references (default saliency,loo)")
+    parser.add_argument("--references", default=None, help="agreement: references (default jw_grad,loo_delete: J&W's gradient with "
+                        "attention detached and leave-one-out by deletion; the app's earlier saliency,loo also work)")
     parser.add_argument("--methods", default=None, help="erasure / aopc / pointing: rankings (default: the experiment's)")
     parser.add_argument("--level", default="attention", choices=["attention", "input"], help="erasure level (default attention)")
     parser.add_argument("--seeds", default="1,2", help="seed variance: extra training seeds (default 1,2)")

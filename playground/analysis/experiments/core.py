@@ -33,6 +33,7 @@ import pandas as pd
 import torch
 from torch import Tensor
 
+from playground.analysis.divergences import wide
 from playground.analysis.query import Query
 from playground.errors import PlaygroundError
 from playground.models.attention import (
@@ -303,7 +304,7 @@ class Probe:
         with torch.no_grad(), record_attention(self.model) as maps:
             self.base = self._forward(1)[0]  # [V]
         w = maps[self.module][0, :, self.row - self._q_offset()]  # [H,K]
-        self.weights = w.detach().float()
+        self.weights = wide(w.detach())
         # visible keys by structure (a weight that underflows to 0 is still a visible key)
         visible = self.explainer.visible_keys(query, self.n_keys)  # [K]
         self.visible_keys = visible
@@ -332,7 +333,7 @@ class Probe:
         """Output distributions [n,V] of the example repeated n times (inside any open override)."""
         prefix = None if self._prefix is None else _expand_state(self._prefix, n)
         logits = self.explainer.probe_logits(self.query, self.row, prefix, n)  # [n,V]
-        return logits.float().softmax(-1)
+        return wide(logits).softmax(-1)
 
     # -- public -----------------------------------------------------------------------
 

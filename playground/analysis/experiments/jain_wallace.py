@@ -84,9 +84,17 @@ class AgreementRow:
 ImportanceFn = Callable[[Query], dict[str, np.ndarray]]
 
 ATTENTION_VIEWS = ("attention", "attention_mean", "rollout", "norm", "relevancy", "flow")
-REFERENCE_METHODS = ("saliency", "ixg", "ig", "loo")
+REFERENCE_METHODS = ("jw_grad", "loo_delete", "saliency", "ixg", "ig", "loo")
+GRADIENT_REFERENCES = ("jw_grad", "saliency", "ixg", "ig")  # gradient-based importances
+LOO_REFERENCES = ("loo_delete", "loo")  # leave-one-out importances
 DEFAULT_VIEWS = ("attention", "attention_mean", "rollout", "norm")
-DEFAULT_REFERENCES = ("saliency", "loo")
+# Jain & Wallace's own definitions: |Σ_d e·∂ŷ/∂e| with attention detached, and LOO by deleting
+# the token (TVD of the output distribution). The experiment uses them by default.
+JW_REFERENCES = ("jw_grad", "loo_delete")
+# the app's earlier defaults, kept as a named alternative: ‖∂F/∂e‖₂ and LOO by the baseline token
+APP_REFERENCES = ("saliency", "loo")
+DEFAULT_REFERENCES = JW_REFERENCES
+REFERENCE_SETS = {"jw": JW_REFERENCES, "app": APP_REFERENCES}
 
 
 def compute_importances(query: Query, methods: Sequence[str], layer: int | None = None,
@@ -95,7 +103,8 @@ def compute_importances(query: Query, methods: Sequence[str], layer: int | None 
 
     Dispatches to playground.analysis.explain.attention / attributions (the per-input analyzer).
     Attention views: attention (``layer``/``head``, default last layer head mean),
-    attention_mean, rollout, norm, relevancy, flow; references: saliency, ixg, ig, loo.
+    attention_mean, rollout, norm, relevancy, flow; references: jw_grad, loo_delete (J&W's),
+    saliency, ixg, ig, loo (replace by the baseline).
     """
     out: dict[str, np.ndarray] = {}
     rec = None
@@ -119,13 +128,15 @@ def compute_importances(query: Query, methods: Sequence[str], layer: int | None 
             a = at.saliency(query)
         elif m == "ixg":
             a = at.input_x_gradient(query)
+        elif m == "jw_grad":
+            a = at.jw_gradient(query)
         elif m == "ig":
             a = at.integrated_gradients(query, n_steps=ig_steps)
-        elif m == "loo":
-            a = at.leave_one_out(query)
+        elif m in ("loo", "loo_delete"):
+            a = at.leave_one_out(query, "replace" if m == "loo" else "delete")
         else:
             raise PlaygroundError(f"Unknown importance method {m!r}; choose from {ATTENTION_VIEWS + REFERENCE_METHODS}.")
-        out[m] = a.values[0].detach().float().cpu().numpy()
+        out[m] = a.values[0].detach().double().cpu().numpy()  # float64: rank float64 runs at their precision
     return out
 
 

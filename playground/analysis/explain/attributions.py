@@ -16,13 +16,15 @@ from __future__ import annotations
 import copy
 import warnings
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 
-from playground.analysis.divergences import tvd
+from playground.analysis.divergences import tvd, wide
 from playground.analysis.query import Query
+from playground.models.attention import attention_modules, override_attention
 
 REL_TOL = 0.05  # IG accepted when |delta| <= REL_TOL * |F(x) - F(x')| ...
 ABS_TOL = 1e-4  # ... or |delta| <= ABS_TOL (F(x) = F(x') would otherwise never pass)
@@ -92,6 +94,29 @@ def saliency(query: Query) -> Attribution:
 def input_x_gradient(query: Query) -> Attribution:
     """Σ_d e_{t,d}·∂F/∂e_{t,d} (captum LayerGradientXActivation)."""
     return Attribution("ixg", units_from_layer(_grad_x_act(query, True), query), signed=True)
+
+
+def detached_attention(model: nn.Module) -> AbstractContextManager[None]:
+    """Context in which every attention map of ``model`` is detached from the autograd graph:
+    the forward is unchanged, but gradients flow around the attention weights (α is treated as
+    a constant), as in Jain & Wallace's gradient importance."""
+
+    def detach(weights: Tensor, q_start: int) -> Tensor:
+        return weights.detach()  # [B,H,Q,K], same values, no gradient through α
+
+    return override_attention(model, {name: detach for name in attention_modules(model)})
+
+
+def jw_gradient(query: Query) -> Attribution:
+    """Jain & Wallace's gradient importance: |Σ_d e_{t,d}·∂F/∂e_{t,d}| with every attention map
+    detached (:func:`detached_attention`).
+
+    J&W differentiate ŷ (the predicted probability); F here is log ŷ, whose gradient is ŷ's
+    divided by ŷ > 0 — the same ranking per example, so Kendall τ against it is J&W's.
+    """
+    with detached_attention(query.model):
+        values = units_from_layer(_grad_x_act(query, True), query)  # [B,U]
+    return Attribution("jw_grad", values.abs(), signed=False)
 
 
 @dataclass
@@ -236,14 +261,14 @@ def leave_one_out(query: Query, mode: str = "replace", batch_size: int | None = 
     dec = None if query.decoder_inputs is None else query.decoder_inputs.repeat(U, 1)
     rows = batch_size or batch_rows(query)
     ref = query.probs()  # [B,V]
-    out = torch.empty(U * B, device=query.device)
+    out = torch.empty(U * B, device=query.device, dtype=ref.dtype)
     with torch.no_grad():
         for start in range(0, U * B, rows):
             sl = slice(start, start + rows)
             pos = None if positions is None else positions[sl]
             last = query.last_only and pos is not None and bool((pos == variants.shape[1] - 1).all())
             logits = query.explainer.output_rows(query, variants[sl], pos, None if dec is None else dec[sl], last)
-            p = logits.float().softmax(-1)  # [n,V]
+            p = wide(logits).softmax(-1)  # [n,V] (float64 stays float64)
             b = torch.arange(start, start + p.shape[0], device=query.device) % B
             out[sl] = tvd(p, ref[b])  # [n]
     return LOOResult("loo" if mode == "replace" else "loo_delete", out.view(U, B).T.contiguous(), False, mode)
@@ -254,6 +279,7 @@ def leave_one_out(query: Query, mode: str = "replace", batch_size: int | None = 
 GRADIENT_METHODS: dict[str, Callable[..., Attribution]] = {
     "saliency": saliency,
     "ixg": input_x_gradient,
+    "jw_grad": jw_gradient,
     "ig": integrated_gradients,
     "loo": leave_one_out,
     "deeplift": deeplift,

@@ -18,12 +18,14 @@ import numpy as np
 import pandas as pd
 import torch
 
+from playground.analysis.divergences import wide
 from playground.analysis.explain import attention as am
 from playground.analysis.explain import attributions as at
 from playground.analysis.explain.agreement import agreement_table
 from playground.analysis.explain.pointing import alignment_accuracy, pointing_game
 from playground.analysis.explain.propagation import FLOW_MAX_TOKENS
 from playground.analysis.inputs import Prepared, data_samples
+from playground.analysis.numerics import NOISE_ULPS, loo_at_noise, model_dtype, query_in_float64, saturation
 from playground.bundle import Bundle
 from playground.errors import PlaygroundError
 from playground.families import get_family
@@ -39,6 +41,7 @@ METHODS: dict[str, str] = {
     "relevancy": "gradient-weighted relevancy (Chefer et al. 2021)",
     "saliency": "gradient L2 norm over the embedding",
     "ixg": "input x gradient",
+    "jw_grad": "Jain & Wallace's gradient |sum_d e * dF/de| with attention detached (a constant)",
     "ig": "integrated gradients (captum, completeness-checked)",
     "loo": "leave-one-out: replace by the baseline token / black patch (TVD of the output)",
     "loo_delete": "leave-one-out: delete the token (TVD of the output)",
@@ -62,6 +65,7 @@ class AnalysisOptions:
     k: int | None = None  # top-k for Jaccard (default: a fifth of the units, 1..5)
     flow_max_tokens: int = FLOW_MAX_TOKENS
     head_window: int = 24  # keys/queries shown per head in the layer x head grid (text)
+    float64: bool = False  # run every method on a float64 copy of the model (saturated outputs; cheap for small models)
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.methods if m not in METHODS]
@@ -104,6 +108,7 @@ class InputAnalysis:
     alignment: Any | None = None  # pandas.DataFrame (seq2seq validation pairs)
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    numerics: dict[str, Any] | None = None  # saturation check (playground.analysis.numerics.Saturation.to_dict)
 
     @property
     def units(self) -> list[str]:
@@ -156,6 +161,7 @@ class InputAnalysis:
             "alignment": _records(self.alignment),
             "timings_s": self.timings,
             "notes": self.notes,
+            "numerics": self.numerics,
         }
         if self.heads is not None:
             out["heads"] = {"names": self.heads.names, "entropy": self.heads.entropy.tolist(),
@@ -211,6 +217,8 @@ def _run_method(m: str, q: Any, rec: am.Recording | None, opts: AnalysisOptions)
         return at.saliency(q)
     if m == "ixg":
         return at.input_x_gradient(q)
+    if m == "jw_grad":
+        return at.jw_gradient(q)
     if m == "ig":
         return at.integrated_gradients(q, opts.ig_steps, opts.ig_auto, opts.ig_max_steps)
     if m in ("loo", "loo_delete"):
@@ -224,6 +232,8 @@ def analyze_prepared(prepared: Prepared, options: AnalysisOptions | None = None,
                      progress: Callable[[float, str], None] | None = None) -> InputAnalysis:
     """Run the chosen methods on a prepared query (see :mod:`playground.analysis.inputs`)."""
     opts = options or AnalysisOptions()
+    if opts.float64:
+        prepared = replace(prepared, query=query_in_float64(prepared.query))
     q = prepared.query
     notes: list[str] = []
     skip = q.explainer.unavailable
@@ -277,17 +287,33 @@ def analyze_prepared(prepared: Prepared, options: AnalysisOptions | None = None,
             dl_info = {"delta": r.delta.tolist(), "note": "experimental: DeepLift's rules do not cover softmax, "
                        "LayerNorm or GELU, so its attributions need not sum to F(x) - F(x')"}
     step(len(methods), "agreement")
-    importances = {m: v.detach().float().cpu().numpy() for m, v in values.items()}
+    importances = {m: wide(v.detach()).cpu().numpy() for m, v in values.items()}  # a float64 run stays float64
     keep = q.units_mask[prepared.selected].cpu().numpy()  # real units the output can see
     sel = {m: v[prepared.selected] for m, v in importances.items()}
     table = agreement_table(sel, keep=keep, k=opts.k)
     result = InputAnalysis(prepared, importances, signed, table, heads, ig_info, dl_info,
-                           timings=timings, notes=notes)
+                           timings=timings, notes=notes, numerics=numerics_check(q, values))
+    if result.numerics["warning"]:
+        notes.append(result.numerics["warning"])
     if prepared.mask is not None:  # an image with its object's mask (vit-shapes)
         result.pointing = pointing_table(result)
     if prepared.gold_alignment:  # a validation pair whose output matches the reference
         result.alignment = alignment_table(result)
     return result
+
+
+def numerics_check(q: Any, values: dict[str, torch.Tensor]) -> dict[str, Any]:
+    """Whether the importances sit at floating-point noise: the output saturated within
+    NOISE_ULPS machine epsilons, or every leave-one-out change that small; ``warning`` says so
+    ('' when neither), beside the numbers."""
+    sat = saturation(q)
+    dtype = model_dtype(q.model)
+    loo_noise = {m: loo_at_noise(values[m], dtype) for m in ("loo", "loo_delete") if m in values}
+    warning = sat.note()
+    if not warning and any(loo_noise.values()):
+        warning = (f"numerical precision: every leave-one-out change is within {NOISE_ULPS} × machine epsilon of "
+                   f"{sat.dtype}; their ranking can be rounding noise. Rerun in float64 to check.")
+    return {**sat.to_dict(), "loo_at_noise": loo_noise, "warning": warning}
 
 
 def pointing_table(result: InputAnalysis) -> pd.DataFrame:
