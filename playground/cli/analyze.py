@@ -89,6 +89,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="keep --ig-steps even when the completeness delta is above 5%% of F(x) - F(x')")
     parser.add_argument("--k", type=int, default=None, help="top-k for the Jaccard agreement (default: a fifth, 1..5)")
     parser.add_argument("--device", default="cpu", help="auto|cpu|cuda|mps (default: cpu)")
+    parser.add_argument("--float64", action="store_true",
+                        help="run every method on a float64 copy of the model (a saturated output, 1 - p near float32's "
+                             "epsilon, makes float32 gradients and leave-one-out changes rounding noise)")
     parser.add_argument("--out", default=None,
                         help="write FILE.json (everything) or FILE.csv (importances; agreement to FILE.agreement.csv)")
     parser.set_defaults(func=run)
@@ -166,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
     spec = InputSpec(text=args.input, image=_read_image(args.image) if args.image else None, sample=args.sample,
                      position=args.position, target=target)
     options = AnalysisOptions(methods=parse_methods(args.methods), layer=args.layer, head=args.head,
-                              ig_steps=args.ig_steps, ig_auto=not args.no_ig_auto, k=args.k)
+                              ig_steps=args.ig_steps, ig_auto=not args.no_ig_auto, k=args.k, float64=args.float64)
     result = analyze_checkpoint(bundle, spec, options, device=device, private=False)
     print(format_report(result))
     if args.out:

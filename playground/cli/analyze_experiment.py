@@ -66,6 +66,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=2, help="bench: torch threads (default 2)")
     parser.add_argument("--peer-n", type=int, default=None, help="bench: examples for the peer (default: --n)")
     parser.add_argument("--device", default="cpu", help="auto|cpu|cuda|mps (default cpu)")
+    parser.add_argument("--float64", action="store_true",
+                        help="run on a float64 copy of the model (saturated outputs; cheap for small models)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.set_defaults(func=run)
 
@@ -112,7 +114,8 @@ def options_from(args: argparse.Namespace) -> ExperimentOptions:
         n=args.n or 50, seed=args.seed, module=args.module, heads=parse_heads(args.heads), n_perm=args.n_perm, k=args.k,
         epsilon=args.epsilon, steps=args.steps, views=_split(args.views) or jw.DEFAULT_VIEWS,
         references=_split(args.references) or jw.DEFAULT_REFERENCES, methods=_split(args.methods), level=args.level,
-        seeds=parse_ints(args.seeds), retrain_steps=args.retrain_steps, device=resolve_device(args.device))
+        seeds=parse_ints(args.seeds), retrain_steps=args.retrain_steps, device=resolve_device(args.device),
+        float64=getattr(args, "float64", False))
 
 
 class _Printer:

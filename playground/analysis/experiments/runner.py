@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from torch import nn
 
 from playground.analysis.experiments import erasure as er
@@ -23,6 +24,8 @@ from playground.analysis.experiments import wiegreffe_pinter as wp
 from playground.analysis.experiments.core import ExperimentGen, Progress, StopFlag, is_stopped
 from playground.analysis.experiments.data import HeldOut, load_held_out
 from playground.analysis.explain.attention import explaining_maps
+from playground.analysis.numerics import NOISE_ULPS, model_dtype, queries_in_float64, saturation
+from playground.analysis.query import Query
 from playground.bundle import Bundle, load_bundle
 from playground.errors import PlaygroundError
 from playground.families import get_family
@@ -67,6 +70,7 @@ class ExperimentOptions:
     eval_examples: int | None = None  # uniform baseline: validation examples (None: the preset's)
     device: str = "cpu"
     max_steps_cap: int | None = None  # demo servers cap retraining
+    float64: bool = False  # run on a float64 copy of the model (saturated outputs; cheap for small models)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -87,7 +91,9 @@ def private_copy(model: nn.Module) -> nn.Module:
 
 def _settings(name: str, bundle: Bundle, held: HeldOut | None, opts: ExperimentOptions) -> dict[str, Any]:
     return {"checkpoint": bundle.name, "family": bundle.family, "n_examples": None if held is None else len(held),
-            "examples": None if held is None else held.description, "options": opts.to_dict()}
+            "examples": None if held is None else held.description, "options": opts.to_dict(),
+            "encoder": getattr(getattr(bundle.model, "config", None), "encoder", None),  # which published figures apply
+            "dtype": "float64" if opts.float64 else str(model_dtype(bundle.model)).replace("torch.", "")}
 
 
 def iter_experiment(name: str, bundle: Bundle, options: ExperimentOptions | None = None, workspace: Workspace | None = None,
@@ -111,11 +117,26 @@ def iter_experiment(name: str, bundle: Bundle, options: ExperimentOptions | None
     if held is None:
         yield Progress(name, 0, o.n, "drawing held-out examples")
         held = load_held_out(bundle, o.n, o.seed, workspace)
+    if o.float64:
+        held = dataclasses.replace(held, queries=queries_in_float64(held.queries))
     result = yield from _on_examples(name, held, o, stop, _settings(name, bundle, held, o))
+    result.extra["numerics"] = numerics_of(held.queries)
     result.extra["example_labels"] = held.labels[: len(held)]
     if name == "adversarial":
         result.extra["units"] = {key: held.units[int(key)] for key in result.extra.get("attention", {})}
     return result
+
+
+def numerics_of(queries: Sequence[Query]) -> dict[str, Any]:
+    """How many examples' outputs are saturated at the model's precision (their τ, gradients and
+    leave-one-out changes then rank rounding noise): what the summary warns about."""
+    sats = [saturation(q) for q in queries]
+    if not sats:
+        return {}
+    complement = np.concatenate([s.complement for s in sats])
+    flagged = np.concatenate([s.saturated for s in sats])
+    return {"dtype": sats[0].dtype, "eps": sats[0].eps, "noise_ulps": NOISE_ULPS, "n": int(flagged.size),
+            "n_saturated": int(flagged.sum()), "min_complement": float(complement.min())}
 
 
 def _on_examples(name: str, held: HeldOut, o: ExperimentOptions, stop: StopFlag, settings: dict[str, Any]) -> ExperimentGen:

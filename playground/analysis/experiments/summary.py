@@ -11,7 +11,7 @@ from typing import Any
 
 from playground.analysis.divergences import LN2
 from playground.analysis.experiments.core import ExperimentResult
-from playground.analysis.experiments.jain_wallace import JW_TABLE2
+from playground.analysis.experiments.jain_wallace import GRADIENT_REFERENCES, JW_TABLE2, LOO_REFERENCES
 from playground.analysis.experiments.wiegreffe_pinter import LEARNED, RETRAINED, UNIFORM
 from playground.analysis.explainer import FamilyExplainer
 from playground.families import FAMILIES
@@ -174,6 +174,63 @@ def summarize_adversarial(result: Any) -> Summary:
         _stopped(result))
 
 
+def _table2_range(key: str) -> str:
+    """The range of one J&W Table 2 column over its five datasets, e.g. '0.13–0.44'."""
+    vals = [row[key] for row in JW_TABLE2]
+    return f"{min(vals):.2f}–{max(vals):.2f}"
+
+
+def _published_figure(settings: dict[str, Any], a: str, b: str) -> str | None:
+    """The sentence quoting J&W Table 2 for pair (a, b) when it used the same definitions on the
+    same kind of model; a sentence saying why there is none otherwise; None for pairs J&W did not report."""
+    if a == "attention" and b in GRADIENT_REFERENCES:
+        same, col, sig, what = b == "jw_grad", "tau_attn_grad", "sig_attn_grad", "τ(α, gradient)"
+    elif a == "attention" and b in LOO_REFERENCES:
+        same, col, sig, what = b == "loo_delete", "tau_attn_loo", "sig_attn_loo", "τ(α, leave-one-out)"
+    elif {a, b} <= set(GRADIENT_REFERENCES + LOO_REFERENCES) and bool({a, b} & set(GRADIENT_REFERENCES)) and bool(
+            {a, b} & set(LOO_REFERENCES)):
+        same, col, sig, what = {a, b} == {"jw_grad", "loo_delete"}, "tau_grad_loo", None, "τ(gradient, leave-one-out)"
+    else:
+        return None
+    if settings.get("family") != "text_classifier":
+        return f"τ({a}, {b}): there is no published figure for this model kind (J&W's Table 2 is for text classifiers)."
+    if not same:
+        return (f"τ({a}, {b}) uses another definition than J&W's (their gradient is jw_grad, attention detached; "
+                f"their leave-one-out deletes the token: loo_delete), so their Table 2 is not quoted beside it.")
+    encoder = settings.get("encoder")
+    line = f"J&W Table 2, {what} over five datasets (BiLSTM + additive attention): mean {_table2_range(col)}"
+    line += f", share p ≤ 0.05 {_table2_range(sig)}" if sig else ""
+    if encoder == "transformer":
+        line += " (J&W's encoders were BiLSTM / CNN / averaging, not a transformer: a neighbouring, not the same, model)"
+    return line + "."
+
+
+def _reference_pair_finding(main: list[dict[str, Any]], refs: list[dict[str, Any]]) -> list[str]:
+    """J&W's comparison, true by construction: for each (gradient, leave-one-out) reference pair,
+    its τ against the best τ of any attention view with either of those two references."""
+    cross = [p for p in refs if {p["method_a"], p["method_b"]} & set(GRADIENT_REFERENCES)
+             and {p["method_a"], p["method_b"]} & set(LOO_REFERENCES)]
+    if not cross:
+        return ["No gradient / leave-one-out pair among the references (J&W compare τ(gradient, leave-one-out) with "
+                "attention's τ against each); add one of each to make that comparison."]
+    out = []
+    for p in cross:
+        pair = {p["method_a"], p["method_b"]}
+        against = [m for m in main if m["method_b"] in pair and math.isfinite(m["mean_tau"])]
+        if not against or not math.isfinite(p["mean_tau"]):
+            continue
+        best = max(against, key=lambda m: m["mean_tau"])
+        ref = f"τ({p['method_a']}, {p['method_b']}) = {_g(p['mean_tau'], 2)}"
+        top = f"τ({best['method_a']}, {best['method_b']}) = {_g(best['mean_tau'], 2)}"
+        if p["mean_tau"] > best["mean_tau"]:
+            out.append(f"As in Jain & Wallace, {p['method_a']} and {p['method_b']} agree with each other ({ref}) more "
+                       f"than any attention view agrees with either of them (best: {top}).")
+        else:
+            out.append(f"Unlike Jain & Wallace's BiLSTMs, an attention view agrees with {best['method_b']} ({top}) at "
+                       f"least as well as {p['method_a']} and {p['method_b']} agree with each other ({ref}).")
+    return out
+
+
 def summarize_agreement(result: Any) -> Summary:
     pairs = result.stats()["pairs"]
     findings = []
@@ -186,20 +243,9 @@ def summarize_agreement(result: Any) -> Summary:
         findings.append(f"Reference: τ({p['method_a']}, {p['method_b']}) = {_g(p['mean_tau'], 2)} ± {_g(p['std_tau'], 2)} "
                         f"(p ≤ 0.05 on {_pct(p['share_p05'])}).")
     if main and refs:
-        best_attn = max(p["mean_tau"] for p in main if math.isfinite(p["mean_tau"])) if any(
-            math.isfinite(p["mean_tau"]) for p in main) else math.nan
-        ref = refs[0]["mean_tau"]
-        if math.isfinite(best_attn) and math.isfinite(ref):
-            if ref > best_attn:
-                findings.append("As in Jain & Wallace, the gradient-based and leave-one-out importances agree with each "
-                                "other more than any attention view agrees with them.")
-            else:
-                findings.append("Unlike Jain & Wallace's BiLSTMs, an attention view agrees with the references at least "
-                                "as well as they agree with each other.")
-    sst, imdb, ag = JW_TABLE2[0], JW_TABLE2[1], JW_TABLE2[2]
-    findings.append(f"For scale, Jain & Wallace's BiLSTM + additive attention: τ(α, gradient) = {sst['tau_attn_grad']} (SST), "
-                    f"{imdb['tau_attn_grad']} (IMDB), {ag['tau_attn_grad']} (AG News); τ(gradient, LOO) = "
-                    f"{sst['tau_grad_loo']}, {imdb['tau_grad_loo']}, {ag['tau_grad_loo']}.")
+        findings += _reference_pair_finding(main, refs)
+    quotes = [_published_figure(result.settings, p["method_a"], p["method_b"]) for p in main + refs]
+    findings += list(dict.fromkeys(q for q in quotes if q))
     notes = _stopped(result)
     if result.settings.get("skipped_methods"):
         notes.append(f"Not available for this model: {', '.join(result.settings['skipped_methods'])}.")
@@ -381,4 +427,21 @@ def summarize(result: ExperimentResult) -> Summary:
     fn = SUMMARIZERS.get(result.experiment)
     if fn is None:
         return Summary(result.experiment, [f"{result.n_done} examples."], "", "")
-    return fn(result)
+    summary = fn(result)
+    warning = numerics_warning(result.extra.get("numerics") or {})
+    if warning:
+        summary.notes.insert(0, warning)
+    return summary
+
+
+def numerics_warning(numerics: dict[str, Any]) -> str:
+    """The saturation warning for a result's ``extra["numerics"]`` ('' when no example is saturated)."""
+    n_sat = numerics.get("n_saturated", 0)
+    if not n_sat:
+        return ""
+    dtype = numerics.get("dtype", "float32")
+    line = (f"Numerical precision: {n_sat} of {numerics.get('n')} examples have a saturated output in {dtype} "
+            f"(1 − p down to {_g(numerics.get('min_complement'))}, within {numerics.get('noise_ulps')} × machine "
+            f"epsilon {_g(numerics.get('eps'))}): their gradients and leave-one-out changes are at rounding-noise "
+            f"level, so per-example τ on them can rank noise.")
+    return line + (" Rerun with --float64 (the float64 option) to check." if dtype != "float64" else "")
