@@ -17,6 +17,7 @@ TINY_DATA = {
     "vit": {"data.n": "120"},
     "rnn_seq2seq": {"data.n": "120"},
     "transformer_seq2seq": {"data.n": "120"},
+    "text_classifier": {"data.n": "120"},
 }
 
 REQUIRED = [
