@@ -389,8 +389,9 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None, tab: gr.Tab | 
         with gr.Row():
             views = gr.CheckboxGroup(["attention", "attention_mean", "rollout", "norm", "relevancy", "flow"],
                                      value=["attention", "attention_mean", "rollout", "norm"], label="Attention views (agreement)")
-            references = gr.CheckboxGroup(["saliency", "ixg", "ig", "loo"], value=["saliency", "loo"],
-                                          label="References (agreement)")
+            references = gr.CheckboxGroup(["jw_grad", "loo_delete", "saliency", "ixg", "ig", "loo"],
+                                          value=["jw_grad", "loo_delete"],  # J&W's own definitions (jain_wallace.JW_REFERENCES)
+                                          label="References (agreement): jw_grad, loo_delete = J&W's definitions")
         with gr.Row():
             methods = gr.CheckboxGroup(ALL_METHODS, value=[], label="Rankings (erasure / AOPC / pointing; empty = defaults)")
             level = gr.Radio(["attention", "input"], value="attention", label="Erasure level",
