@@ -19,14 +19,23 @@ from playground.analysis.heads.ablation import (
     pruning_curve,
     ranking,
 )
-from playground.analysis.heads.mask import full_gates, head_mask, head_modules, mean_head_outputs
+from playground.analysis.heads.mask import (
+    full_gates,
+    head_mask,
+    head_modules,
+    mean_head_outputs,
+)
 from playground.analysis.heads.scores import (
     in_context_losses,
     induction_scores,
     positional_scores,
     repeated_random_tokens,
 )
-from playground.models.attention import MultiHeadAttention, assign_attention_names, record_attention
+from playground.models.attention import (
+    MultiHeadAttention,
+    assign_attention_names,
+    record_attention,
+)
 from playground.models.gpt import GPT, GPTConfig
 
 CHECKPOINT = Path(__file__).resolve().parents[2] / "checkpoints" / "models" / "gpt-python-docs-char"
@@ -70,7 +79,7 @@ def out_proj_inputs(model: GPT, x: Tensor, name: str) -> Tensor:
 
 
 def test_zero_ablation_equals_zeroed_out_proj_columns() -> None:
-    model, data = tiny_gpt(), None
+    model = tiny_gpt()
     x = torch.randint(13, (3, 10))
     name, h, hd = "blocks.1.attn", 1, 8
     gates = full_gates(model)
@@ -218,3 +227,27 @@ def test_report_on_the_shipped_gpt() -> None:
     assert set(frame["score"]) >= {"ablation_zero", "ablation_mean", "gradient", "previous", "first", "induction"}
     assert frame.groupby("score").size().eq(16).all()
     assert report.induction_length == 32 and 0 <= min(min(v) for v in report.induction.values())
+
+
+def test_head_charts_one_panel_per_score() -> None:
+    from playground.analysis.heads.report import HeadReport
+    from playground.charts.heads import head_heatmaps_chart, pruning_chart
+    from playground.charts.layout import chart_frames
+
+    mods = ["blocks.0.attn", "blocks.1.attn"]
+    report = HeadReport(
+        checkpoint="x", family="gpt", modules=mods, n_head=[2, 2], n_examples=1, clean_loss=1.0,
+        ablation={"zero": {m: [1.5, 0.9] for m in mods}}, gradient={m: [0.1, 0.2] for m in mods},
+        positional={"previous": {m: [0.9, 0.1] for m in mods}},
+        pruning={"gradient": {"order": [], "loss": [1.0, 1.1, 1.3, 2.0, 3.0]}},
+    )
+    frame = report.frame()
+    assert sorted(set(frame["score"])) == ["ablation_zero", "gradient", "previous"]
+    assert frame[frame["score"] == "ablation_zero"]["value"].tolist() == pytest.approx([0.5, -0.1, 0.5, -0.1])
+    heat = head_heatmaps_chart(frame, columns=2)
+    heat.to_dict()
+    assert [len(f) for f in chart_frames(heat)] == [4] * 3  # one frame per panel (rect and text share it), 4 heads
+    curve = pruning_chart(report.pruning_frame(), report.clean_loss)
+    curve.to_dict()
+    assert report.pruning_frame()["fraction"].tolist() == [0, 0.25, 0.5, 0.75, 1.0]
+    assert report.loss_at(0.5) == 1.3

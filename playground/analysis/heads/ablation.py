@@ -20,7 +20,12 @@ from typing import Any, Literal
 import torch
 from torch import Tensor, nn
 
-from playground.analysis.heads.mask import full_gates, head_mask, head_modules, mean_head_outputs
+from playground.analysis.heads.mask import (
+    full_gates,
+    head_mask,
+    head_modules,
+    mean_head_outputs,
+)
 
 Mode = Literal["zero", "mean"]
 Head = tuple[str, int]  # (attention module name, head index)
