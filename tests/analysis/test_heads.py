@@ -251,3 +251,27 @@ def test_head_charts_one_panel_per_score() -> None:
     curve.to_dict()
     assert report.pruning_frame()["fraction"].tolist() == [0, 0.25, 0.5, 0.75, 1.0]
     assert report.loss_at(0.5) == 1.3
+
+
+def test_uniform_baseline_matches_uniform_attention() -> None:
+    from playground.analysis.heads.scores import uniform_causal_baseline
+
+    T, L = 8, 4
+    w = torch.tril(torch.ones(T, T))
+    w = (w / w.sum(-1, keepdim=True))[None, None]  # [1,1,T,T] uniform causal attention
+    scores = positional_scores({"m": w})
+    assert scores["previous"]["m"][0] == pytest.approx(uniform_causal_baseline(T, -1))
+    assert scores["first"]["m"][0] == pytest.approx(uniform_causal_baseline(T, -1))
+    assert induction_scores({"m": w}, L)["m"][0] == pytest.approx(uniform_causal_baseline(2 * L, first_query=L))
+
+
+@pytest.mark.skipif(not CHECKPOINT.is_dir(), reason="shipped checkpoint missing")
+def test_cli_heads_json(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from playground.__main__ import main
+
+    assert main(["heads", str(CHECKPOINT), "--examples", "2", "--batch-size", "2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["checkpoint"] == "gpt-python-docs-char" and out["n_examples"] == 2
+    assert len(out["pruning"]["gradient"]["loss"]) == 17 and set(out["uniform"]) == {"previous", "first", "induction"}

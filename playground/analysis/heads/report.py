@@ -40,6 +40,7 @@ from playground.analysis.heads.scores import (
     induction_scores,
     positional_scores,
     repeated_random_tokens,
+    uniform_causal_baseline,
 )
 from playground.analysis.inputs import special_id_set
 from playground.bundle import Bundle
@@ -68,6 +69,7 @@ class HeadReport:
     induction: dict[str, list[float]] = field(default_factory=dict)  # GPT only
     induction_length: int = 0
     in_context: dict[str, float] = field(default_factory=dict)  # loss on the first/second copy, drop
+    uniform: dict[str, float] = field(default_factory=dict)  # causal models: the score of uniform attention
 
     @property
     def total_heads(self) -> int:
@@ -237,4 +239,7 @@ def analyse_heads(bundle: Bundle, n: int = 64, seed: int = 0, mode: Mode = "zero
         specials = special_id_set(bundle.tokenizer) if bundle.tokenizer is not None else set()
         report.induction, report.in_context = gpt_induction(model, cfg.vocab_size, specials, length, n, seed, device)
         report.induction_length = length
+        T = int(data.batches[0][0].shape[1])  # window length
+        report.uniform = {"previous": uniform_causal_baseline(T, -1), "first": uniform_causal_baseline(T, -1),
+                          "induction": uniform_causal_baseline(2 * length, first_query=length)}
     return report

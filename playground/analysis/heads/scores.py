@@ -42,6 +42,13 @@ def positional_scores(maps: Mapping[str, Tensor]) -> dict[str, dict[str, list[fl
     return out
 
 
+def uniform_causal_baseline(T: int, offset: int = -1, first_query: int = 1) -> float:
+    """What a head attending uniformly to the visible keys scores under a causal mask: the mean
+    of 1 / (q + 1) over queries q = first_query .. T-1 (every causal key gets 1 / (q + 1))."""
+    qs = range(max(first_query, -offset), T)
+    return sum(1.0 / (q + 1) for q in qs) / max(1, len(qs))
+
+
 def repeated_random_tokens(vocab: Sequence[int], length: int, batch: int, generator: torch.Generator) -> Tensor:
     """``batch`` random sequences of ``length`` tokens drawn from ``vocab``, each repeated: [B, 2L]."""
     pool = torch.as_tensor(list(vocab), dtype=torch.long)
