@@ -6,6 +6,8 @@ Data per family (rebuilt by the trainer's adapter, :func:`prepare_data`):
   cross-entropy. Induction scores and the in-context loss use ``n`` random token sequences of
   length L = block_size // 2 repeated twice (tokens drawn from the vocabulary without specials).
 - ViT: the first ``n`` validation images; loss = cross-entropy of the class.
+- Transformer text classifier: the first ``n`` validation texts (right-padded per batch; the
+  positional scores then include the padded query rows); loss = cross-entropy of the class.
 - Transformer seq2seq: the first ``n`` validation pairs, teacher-forced; loss = token
   cross-entropy without padding (the encoder's, decoder's and cross-attention heads).
 
@@ -134,9 +136,9 @@ def _lm_loss(model: nn.Module, batch: tuple[Tensor, Tensor]) -> Tensor:
     return F.cross_entropy(model(x).flatten(0, 1).float(), y.flatten())
 
 
-def _image_loss(model: nn.Module, batch: tuple[Tensor, Tensor]) -> Tensor:
-    images, labels = batch  # [B,C,H,W], [B]
-    return F.cross_entropy(model(images).float(), labels)
+def _class_loss(model: nn.Module, batch: tuple[Tensor, Tensor]) -> Tensor:
+    inputs, labels = batch  # images [B,C,H,W] or token ids [B,T]; labels [B]
+    return F.cross_entropy(model(inputs).float(), labels)
 
 
 def family_data(bundle: Bundle, n: int, seed: int = 0, batch_size: int = 16,
@@ -157,7 +159,12 @@ def family_data(bundle: Bundle, n: int, seed: int = 0, batch_size: int = 16,
         val = payload.val
         m = min(n, val.n)
         batches = [(val.images[s].to(device), val.labels[s].to(device)) for s in _chunks(m, batch_size)]
-        return HeadData(batches, _image_loss), [(b[0],) for b in batches]
+        return HeadData(batches, _class_loss), [(b[0],) for b in batches]
+    if bundle.family == "text_classifier" and head_modules(bundle.model):
+        m = min(n, len(payload.val_ids))
+        batches = [(payload.collate(payload.val_ids[s]).to(device), payload.val_labels[s].to(device))
+                   for s in _chunks(m, batch_size)]
+        return HeadData(batches, _class_loss), [(b[0],) for b in batches]
     if bundle.family == "seq2seq" and head_modules(bundle.model):
         pad = payload.pad_id
         m = min(n, len(payload.val_src))
@@ -173,7 +180,7 @@ def family_data(bundle: Bundle, n: int, seed: int = 0, batch_size: int = 16,
 
         return HeadData(batches, seq2seq_loss), [b[:2] for b in batches]
     raise PlaygroundError(f"{bundle.name!r} ({bundle.family}) has no multi-head attention to analyse; "
-                          "head analysis covers GPT, ViT and the Transformer seq2seq.")
+                          "head analysis covers GPT, ViT, the Transformer text classifier and the Transformer seq2seq.")
 
 
 # ----------------------------------------------------------------------------------------
