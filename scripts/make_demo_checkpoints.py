@@ -17,6 +17,7 @@ The same runs from the CLI (what this script does, one line each):
         --set train.save_optimizer=false
     python -m playground train textclf-reviews-bilstm-additive --name textclf-reviews-bilstm-additive \
         --set train.save_optimizer=false   # likewise -cnn-additive, -avg-additive, -transformer
+    python -m playground train imagegpt-digits --name imagegpt-digits --set train.save_optimizer=false
 
 Optimizer state is left out (train.save_optimizer = false) to keep each bundle a few MB; the
 bundles carry their preset sections, so `python -m playground train PRESET` reproduces them
@@ -46,6 +47,8 @@ DEMOS: dict[str, tuple[str, dict[str, str]]] = {
     "textclf-reviews-cnn-additive": ("textclf-reviews-cnn-additive", {}),
     "textclf-reviews-avg-additive": ("textclf-reviews-avg-additive", {}),
     "textclf-reviews-transformer": ("textclf-reviews-transformer", {}),
+    # ImageGPT: completes a digit's lower half in Generate
+    "imagegpt-digits": ("imagegpt-digits", {}),
 }
 COMMON = {"train.save_optimizer": "false"}
 

@@ -3,6 +3,8 @@
 GPT: `--prompt TEXT` with the sampling knobs; the text streams to stdout as it is generated.
 Seq2seq: `--prompt SOURCE`, greedy or `--beam-width W` (+ `--length-penalty A`).
 ViT: `--image PATH` prints the class probabilities.
+ImageGPT: `--prompt INDEX` completes validation digit INDEX's lower half (`--num-samples N`);
+the digits print as text art, and `--save-image PNG` writes the original, given half and completions.
 Run facts (tokens/s, the seed to repeat a run) go to stderr.
 """
 from __future__ import annotations
@@ -10,6 +12,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
+
+from PIL import Image
 
 from playground.bundle import Bundle, load_bundle
 from playground.cli import workspace_from
@@ -47,12 +52,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-cache", action="store_true", help="GPT: recompute the whole window every token")
     parser.add_argument("--device", default="auto", help="auto | cpu | cuda | mps (default auto)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of streaming text")
+    parser.add_argument("--save-image", default=None, metavar="PNG",
+                        help="ImageGPT: save the original, its given half and the completions as one PNG")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     bundle = load_bundle(args.checkpoint, workspace_from(args), device=resolve_device(args.device))
     generator = generator_of(bundle)
+    if args.save_image and not generator.controls.shows_image:
+        raise ConfigError(f"{bundle.name!r} is a {generator.what}: its output is not a picture, so --save-image does not apply.")
     if generator.controls.reads_image:
         return _classify(bundle, generator, args)
     if args.image is not None:
@@ -88,6 +97,9 @@ def run(args: argparse.Namespace) -> int:
     finally:
         close_workers()  # the process ends soon: no batch worker may be left inside a torch op
     assert done is not None
+    if args.save_image:
+        Image.fromarray(generator.final_image(done)).save(Path(args.save_image))
+        print(f"[saved {args.save_image}]", file=sys.stderr)
     if args.json:
         print(json.dumps(_as_json(done), indent=2, ensure_ascii=False))
         return 0

@@ -11,13 +11,13 @@ from typing import Any
 from torch import nn
 
 from playground.errors import ConfigError, NotFoundError
-from playground.families import gpt, text_classifier, vit
+from playground.families import gpt, imagegpt, text_classifier, vit
 from playground.families.base import Family
 from playground.families.seq2seq import rnn, transformer
 from playground.models.base import ModelConfig
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (gpt.FAMILY, vit.FAMILY, rnn.FAMILY, transformer.FAMILY,
-                                                  text_classifier.FAMILY)}
+                                                  text_classifier.FAMILY, imagegpt.FAMILY)}
 
 
 def get_family(name: str) -> Family:
@@ -29,7 +29,11 @@ def get_family(name: str) -> Family:
 
 
 def family_of(model: nn.Module) -> Family:
-    """The family whose model class ``model`` is (for code handed only a model, e.g. held-out query builders)."""
+    """The family whose model class ``model`` is (for code handed only a model, e.g. held-out query
+    builders); its exact class first, since a family's model may subclass another's (ImageGPT's PixelGPT is a GPT)."""
+    for family in FAMILIES.values():
+        if type(model) is family.model_cls:
+            return family
     for family in FAMILIES.values():
         if isinstance(model, family.model_cls):
             return family

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from tokenizers import Tokenizer
 from torch import Tensor
 
@@ -42,6 +43,8 @@ class Controls:
     echo_prompt: the output continues the prompt, so it is shown before the generated tokens.
     prompt_required: an empty text input is an error (a source to decode), not a fresh start.
     pick_label: the label of the picker whose choice is explained in Analyze.
+    shows_image: a run's result is also a picture (``FamilyGenerator.final_image``: ImageGPT's
+        original digit, its given half and the completions), shown under the tokens.
     """
 
     reads_image: bool
@@ -54,6 +57,7 @@ class Controls:
     echo_prompt: bool = False
     prompt_required: bool = False
     pick_label: str = "Pick a generated token"
+    shows_image: bool = False
 
 
 def token_pick(picked: str | None) -> tuple[int, int] | None:
@@ -119,6 +123,10 @@ class FamilyGenerator:
 
     def final_output(self, done: Done) -> str | None:
         """The output text to show below the tokens (seq2seq: the decoded output), or None."""
+        return None
+
+    def final_image(self, done: Done) -> np.ndarray | None:
+        """The run's result as a picture [H,W,3] uint8 (controls.shows_image), or None."""
         return None
 
     # -- why this token ------------------------------------------------------------------

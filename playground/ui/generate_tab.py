@@ -105,6 +105,7 @@ class ModelView(Updates):
     picker: Any  # "pick a generated token"
     max_new: Any
     stats: Any
+    result_image: Any = dataclasses.field(default_factory=lambda: gr.update(value=None, visible=False))  # a run's picture
 
 
 def _no_view(info: str, prompt: Any, gen_btn: Any, max_new: Any) -> ModelView:
@@ -147,6 +148,7 @@ def select_model(env: Env, name: str | None) -> ModelView:
         picker=gr.update(choices=[], value=None, label=controls.pick_label),
         max_new=gr.update(visible=text),
         stats="",
+        result_image=gr.update(value=None, visible=controls.shows_image),
     )
 
 
@@ -268,6 +270,7 @@ class Generation(Updates):
     picker: Any = dataclasses.field(default_factory=gr.skip)  # "pick a generated token"
     table_csv: Any = dataclasses.field(default_factory=gr.skip)
     align_csv: Any = dataclasses.field(default_factory=gr.skip)
+    result_image: Any = dataclasses.field(default_factory=gr.skip)  # the run as a picture (controls.shows_image)
 
 
 def generate_text(env: Env, name, prompt, temperature, top_k, top_p, min_p, rep, freq, pres, max_new, seed,
@@ -308,8 +311,9 @@ def generate_text(env: Env, name, prompt, temperature, top_k, top_p, min_p, rep,
     table = pd.concat([token_table(s.events, i) for i, s in enumerate(done.samples)], ignore_index=True)
     plot, align_df = _alignment_plot(done.samples[0]) if controls.alignment else (None, None)
     choices = _picker_choices(done)
+    image = generator.final_image(done) if controls.shows_image else gr.skip()
     yield Generation(html, _stats(done, generator), table, plot, state, gr.update(choices=choices, value=None),
-                     _csv(table, "tokens"), _csv(align_df, "alignment"))
+                     _csv(table, "tokens"), _csv(align_df, "alignment"), image)
 
 
 def _stream_every(bundle) -> float:
@@ -476,6 +480,8 @@ def build(ctx: AppContext) -> None:
         with gr.Column(scale=3):
             output = gr.HTML(elem_id="generate-output")
             stats = gr.Markdown(elem_id="generate-stats")
+            result_image = gr.Image(label="Original · given upper half (lower half hidden) · completions", type="numpy",
+                                    interactive=False, visible=False, elem_id="generate-result-image")
             with gr.Row():
                 picker = gr.Dropdown(label="Pick a generated token", choices=[], interactive=True,
                                      elem_id="generate-token", scale=3)
@@ -497,7 +503,7 @@ def build(ctx: AppContext) -> None:
         ModelView.wire(info=info, prompt=prompt, image_col=image_col, lm_group=lm_group, s2s_group=s2s_group,
                        gen_btn=gen_btn, classify_btn=classify_btn, sample=sample, dist_plot=dist_plot,
                        align_plot=align_plot, class_plot=class_plot, output=output, table=table, result=result,
-                       picker=picker, max_new=max_new, stats=stats),
+                       picker=picker, max_new=max_new, stats=stats, result_image=result_image),
         api_name="generate_select_model", show_progress="minimal",
     )
     sample.input(U(pick_sample), [ctx.user, model, sample], [prompt, image],
@@ -509,7 +515,7 @@ def build(ctx: AppContext) -> None:
         [ctx.user, model, prompt, temperature, top_k, top_p, min_p, rep, freq, pres, max_new, seed, num_samples, stop,
          beam_width, length_penalty],
         Generation.wire(output=output, stats=stats, table=table, align_plot=align_plot, result=result, picker=picker,
-                        table_csv=table_csv, align_csv=align_csv),
+                        table_csv=table_csv, align_csv=align_csv, result_image=result_image),
         api_name="generate_text", show_progress="minimal", **_generate_lane(ctx),
     )
     cls_event = classify_btn.click(None, None, [stats], js="() => 'Classifying…'", queue=False,

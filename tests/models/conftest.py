@@ -12,6 +12,7 @@ PAD, BOS, EOS = 0, 1, 2
 
 TINY_CONFIGS: dict[str, dict] = {
     "gpt": dict(vocab_size=VOCAB, block_size=16, n_layer=2, n_head=2, d_model=16),
+    "imagegpt": dict(vocab_size=12, block_size=16, n_layer=2, n_head=2, d_model=16),  # start, <unk>, 10 grey levels
     "vit": dict(image_size=8, patch_size=4, channels=3, n_classes=5, d_model=16, n_layer=2, n_head=2),
     "rnn_seq2seq": dict(vocab_size=VOCAB, emb_dim=8, hidden=16, attention="additive"),
     "transformer_seq2seq": dict(vocab_size=VOCAB, d_model=16, n_head=2, max_len=16),
@@ -24,6 +25,9 @@ def make_batch(family: str, batch: int = 3, seed: int = 0) -> tuple[tuple[Tensor
     g = torch.Generator().manual_seed(seed)
     if family == "gpt":
         ids = torch.randint(0, VOCAB, (batch, 11), generator=g)
+        return (ids[:, :-1],), ids[:, 1:]
+    if family == "imagegpt":  # pixel ids only: the model never predicts the start token or <unk> (ids 0, 1)
+        ids = torch.randint(2, 12, (batch, 11), generator=g)
         return (ids[:, :-1],), ids[:, 1:]
     if family == "vit":
         return (torch.randn(batch, 3, 8, 8, generator=g),), torch.randint(0, 5, (batch,), generator=g)

@@ -18,6 +18,7 @@ TINY_DATA = {
     "rnn_seq2seq": {"data.n": "120"},
     "transformer_seq2seq": {"data.n": "120"},
     "text_classifier": {"data.n": "120"},
+    "imagegpt": {"data.n": "120"},
 }
 
 REQUIRED = [
