@@ -88,19 +88,12 @@ def gradient_importance(model: nn.Module, data: HeadData) -> dict[str, list[floa
     """Michel et al. (2019): I_h = mean over batches of |d loss / d xi_h| at xi = 1."""
     gates = full_gates(model, requires_grad=True)
     total = {name: torch.zeros_like(g) for name, g in gates.items()}
-    requires = [p.requires_grad for p in model.parameters()]
-    for p in model.parameters():
-        p.requires_grad_(False)  # only the gates need gradients
-    try:
-        for batch in data.batches:
-            with head_mask(model, gates):
-                loss = data.loss(model, batch)
-            grads = torch.autograd.grad(loss, list(gates.values()))
-            for name, g in zip(gates, grads):
-                total[name] += g.detach().abs()
-    finally:
-        for p, r in zip(model.parameters(), requires):
-            p.requires_grad_(r)
+    for batch in data.batches:  # autograd.grad: only the gates' gradients, no parameter's .grad touched
+        with torch.enable_grad(), head_mask(model, gates):
+            loss = data.loss(model, batch)
+        grads = torch.autograd.grad(loss, list(gates.values()))
+        for name, g in zip(gates, grads):
+            total[name] += g.detach().abs()
     n = len(data.batches)
     return {name: (t / n).tolist() for name, t in total.items()}
 
