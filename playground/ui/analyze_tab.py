@@ -23,7 +23,7 @@ from playground.analysis.explainer import FamilyExplainer
 from playground.errors import PlaygroundError
 from playground.families import get_family
 from playground.scratch import download_dir
-from playground.ui import experiments_view
+from playground.ui import experiments_view, heads_view
 from playground.ui.components import Chart, ReadableImage, Slider
 from playground.ui.context import AppContext, model_choices, text_hint
 from playground.ui.tables import Table
@@ -59,8 +59,8 @@ def _int_or_none(value: Any) -> int | None:
 
 def checkpoint_view(workspace: Workspace, checkpoint: str | None) -> dict[str, Any]:
     """What the per-input controls should offer for a checkpoint (pure; no model is built)."""
-    from playground.analysis.inputs import data_samples
     from playground.analysis.explain.per_input import DEFAULT_METHODS, supported_methods
+    from playground.analysis.inputs import data_samples
 
     if not checkpoint:
         return {"kind": None, "family": None, "classes": [], "samples": [], "methods": [], "defaults": []}
@@ -285,6 +285,7 @@ def build(ctx: AppContext) -> None:
             _build_per_input(ctx, device, checkpoint, about)
         with gr.Tab("Experiments", id="analyze-experiments", elem_id="analyze-experiments") as experiments_tab:
             experiments_view.build(ctx, checkpoint, experiments_tab)  # shares the checkpoint dropdown
+    heads_view.build(ctx, device, checkpoint)  # the Heads accordion, under both sub-tabs
 
 
 def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, about: gr.Markdown) -> None:

@@ -3,6 +3,7 @@ hand-built attention and against independent loops, and the shipped GPT checkpoi
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from playground.__main__ import main
 from playground.analysis.heads.ablation import (
     HeadData,
     ablation_losses,
@@ -25,12 +27,17 @@ from playground.analysis.heads.mask import (
     head_modules,
     mean_head_outputs,
 )
+from playground.analysis.heads.report import HeadReport, analyse_heads
 from playground.analysis.heads.scores import (
     in_context_losses,
     induction_scores,
     positional_scores,
     repeated_random_tokens,
+    uniform_causal_baseline,
 )
+from playground.bundle import load_bundle
+from playground.charts.heads import head_heatmaps_chart, pruning_chart
+from playground.charts.layout import chart_frames
 from playground.models.attention import (
     MultiHeadAttention,
     assign_attention_names,
@@ -213,9 +220,6 @@ def test_induction_score_against_a_loop() -> None:
 
 @pytest.mark.skipif(not CHECKPOINT.is_dir(), reason="shipped checkpoint missing")
 def test_report_on_the_shipped_gpt() -> None:
-    from playground.analysis.heads.report import analyse_heads
-    from playground.bundle import load_bundle
-
     report = analyse_heads(load_bundle(CHECKPOINT), n=4, batch_size=4)
     assert report.modules == [f"blocks.{i}.attn" for i in range(4)] and report.n_head == [4] * 4
     assert report.clean_loss < 2.5  # the checkpoint's val loss is 1.37 (4 windows: noisy, but far below log 104)
@@ -230,10 +234,6 @@ def test_report_on_the_shipped_gpt() -> None:
 
 
 def test_head_charts_one_panel_per_score() -> None:
-    from playground.analysis.heads.report import HeadReport
-    from playground.charts.heads import head_heatmaps_chart, pruning_chart
-    from playground.charts.layout import chart_frames
-
     mods = ["blocks.0.attn", "blocks.1.attn"]
     report = HeadReport(
         checkpoint="x", family="gpt", modules=mods, n_head=[2, 2], n_examples=1, clean_loss=1.0,
@@ -254,8 +254,6 @@ def test_head_charts_one_panel_per_score() -> None:
 
 
 def test_uniform_baseline_matches_uniform_attention() -> None:
-    from playground.analysis.heads.scores import uniform_causal_baseline
-
     T, L = 8, 4
     w = torch.tril(torch.ones(T, T))
     w = (w / w.sum(-1, keepdim=True))[None, None]  # [1,1,T,T] uniform causal attention
@@ -267,10 +265,6 @@ def test_uniform_baseline_matches_uniform_attention() -> None:
 
 @pytest.mark.skipif(not CHECKPOINT.is_dir(), reason="shipped checkpoint missing")
 def test_cli_heads_json(capsys: pytest.CaptureFixture[str]) -> None:
-    import json
-
-    from playground.__main__ import main
-
     assert main(["heads", str(CHECKPOINT), "--examples", "2", "--batch-size", "2", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["checkpoint"] == "gpt-python-docs-char" and out["n_examples"] == 2
