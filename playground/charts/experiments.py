@@ -252,6 +252,29 @@ def pointing_chart(rows: pd.DataFrame) -> alt.Chart:
             .properties(title="Pointing game: does the importance land on the object (rationale)?", width=WIDTH, height=HEIGHT))
 
 
+def sanity_chart(curve: pd.DataFrame, layers: list[str], threshold: float) -> alt.LayerChart | alt.Chart:
+    """Mean Spearman ρ (absolute maps) with the trained model's map per layers randomised, one line per method.
+
+    ``curve``: method, step, layer, spearman, spearman_abs, n (SanityResult.curve_frame); x = layers
+    randomised from the output side (0 = trained); a dashed rule at the flag threshold.
+    """
+    if curve.empty:
+        return _empty("Cascading randomisation")
+    labels = ["trained", *layers]
+    frame = curve.assign(randomised=[labels[int(s)] if int(s) < len(labels) else str(s) for s in curve["step"]])
+    lines = (alt.Chart(_data(frame)).mark_line(point=True)
+             .encode(x=alt.X("step:O", title="layers randomised from the output (0 = trained)"),
+                     y=alt.Y("spearman_abs:Q", title="Spearman ρ with the trained map", scale=alt.Scale(domain=[-1, 1])),
+                     color=alt.Color("method:N", title=None, legend=alt.Legend(orient="top")),
+                     tooltip=["method:N", "step:O", alt.Tooltip("randomised:N", title="last randomised"),
+                              alt.Tooltip("spearman_abs:Q", format=".3f", title="ρ (|map|)"),
+                              alt.Tooltip("spearman:Q", format=".3f", title="ρ (signed)"), "n:Q"]))
+    rule = (alt.Chart(pd.DataFrame({"y": [threshold]})).mark_rule(strokeDash=[4, 4], color="gray")
+            .encode(y="y:Q"))
+    return (lines + rule).properties(title="Sanity check: does each map change as the model is randomised?",
+                                     width=WIDTH, height=HEIGHT)
+
+
 def experiment_chart(result: Any) -> Any:
     """The main chart of any experiment result."""
     kind = result.experiment
@@ -276,4 +299,6 @@ def experiment_chart(result: Any) -> Any:
                            aopc_chart(pd.DataFrame(result.stats()["methods"]))).resolve_scale(color="independent")
     if kind == "pointing":
         return pointing_chart(frame)
+    if kind == "sanity":
+        return sanity_chart(result.curve_frame(), result.settings.get("layers", []), result.stats()["threshold"])
     return _empty(kind, "no chart for this experiment")

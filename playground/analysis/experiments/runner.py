@@ -20,6 +20,7 @@ from torch import nn
 
 from playground.analysis.experiments import erasure as er
 from playground.analysis.experiments import jain_wallace as jw
+from playground.analysis.experiments import sanity as sa
 from playground.analysis.experiments import wiegreffe_pinter as wp
 from playground.analysis.experiments.core import ExperimentGen, Progress, StopFlag, is_stopped
 from playground.analysis.experiments.data import HeldOut, load_held_out
@@ -43,6 +44,7 @@ EXPERIMENTS: dict[str, str] = {
     "erasure": "S&S: erase units in each ranking's order until the decision flips",
     "aopc": "Deletion/insertion curves, AOPC and ERASER comprehensiveness/sufficiency",
     "pointing": "Pointing game / plausibility against known ground truth (vit-shapes masks, review rationales)",
+    "sanity": "Adebayo: randomise the layers from the output down; rank correlation of each method's map with the trained one",
 }
 
 
@@ -61,7 +63,7 @@ class ExperimentOptions:
     lr: float = 0.01
     views: tuple[str, ...] = jw.DEFAULT_VIEWS
     references: tuple[str, ...] = jw.DEFAULT_REFERENCES
-    methods: tuple[str, ...] | None = None  # erasure / aopc / pointing (None: the experiment's default)
+    methods: tuple[str, ...] | None = None  # erasure / aopc / pointing / sanity (None: the experiment's default)
     level: str = "attention"  # erasure: attention | input
     random_draws: int = 20
     seeds: tuple[int, ...] = (1, 2)  # seed variance: extra training seeds
@@ -159,6 +161,8 @@ def _on_examples(name: str, held: HeldOut, o: ExperimentOptions, stop: StopFlag,
     if name == "aopc":
         return (yield from er.iter_curves(q, o.methods or er.CURVE_METHODS, er.AOPC_BINS, max(1, o.random_draws // 2),
                                           o.seed, o.module, o.heads, stop=stop, settings=settings))
+    if name == "sanity":
+        return (yield from sa.iter_sanity(q, o.methods or sa.SANITY_METHODS, o.seed, stop=stop, settings=settings))
     return (yield from er.iter_pointing(q, held.masks, o.methods or er.POINTING_METHODS, o.seed, stop=stop,
                                         settings=settings))
 

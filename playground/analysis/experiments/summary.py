@@ -409,6 +409,33 @@ def summarize_pointing(result: Any) -> Summary:
         _stopped(result))
 
 
+def summarize_sanity(result: Any) -> Summary:
+    """Adebayo et al.'s cascading randomisation: per method, ρ with the trained map; flagged methods named."""
+    st = result.stats()
+    layers = result.settings.get("layers", [])
+    half, n = st["half_step"], st["n_layers"]
+    findings = [f"Layers re-initialised from the output down, one more per step ({' → '.join(layers)}); each map's "
+                f"Spearman ρ with the trained model's map (absolute values) after the top {half} of {n} layers and "
+                "after all of them:"]
+    for m in st["methods"]:
+        control = " (control: defined to depend only on the input embedding)" if m["control"] else ""
+        findings.append(f"{m['method']}{control}: ρ {_g(m['rho_abs_half'])} after {half}, {_g(m['rho_abs_all'])} after "
+                        f"all {n} (signed maps: {_g(m['rho_all'])}).")
+    for method in st["flagged"]:
+        findings.append(f"**{method} does not depend on the weights it explains**: its map stays correlated above "
+                        f"{_g(st['threshold'])} with half of the model randomised.")
+    if not st["flagged"] and st["methods"]:
+        findings.append(f"No method stayed above ρ = {_g(st['threshold'])} with half of the model randomised: every map "
+                        "changes when the weights it explains change.")
+    return Summary(
+        "Sanity check: cascading model randomisation (Adebayo et al. 2018)", findings,
+        "Whether each explanation depends on the learned weights at all: a map that survives randomising the "
+        "layers it claims to explain reflects the input (or the architecture), not what the model learned.",
+        "Passing is necessary, not sufficient: a map can change with the weights and still be unfaithful. "
+        "Data-label randomisation (retraining on shuffled labels) is not run here.",
+        _stopped(result))
+
+
 SUMMARIZERS = {
     "permutation": summarize_permutation,
     "adversarial": summarize_adversarial,
@@ -419,6 +446,7 @@ SUMMARIZERS = {
     "erasure": summarize_erasure,
     "aopc": summarize_curves,
     "pointing": summarize_pointing,
+    "sanity": summarize_sanity,
 }
 
 
