@@ -44,6 +44,10 @@ from playground.models.attention import (
     record_attention,
 )
 from playground.models.gpt import GPT, GPTConfig
+from playground.models.transformer_seq2seq import (
+    TransformerSeq2Seq,
+    TransformerSeq2SeqConfig,
+)
 
 CHECKPOINT = Path(__file__).resolve().parents[2] / "checkpoints" / "models" / "gpt-python-docs-char"
 
@@ -269,3 +273,22 @@ def test_cli_heads_json(capsys: pytest.CaptureFixture[str]) -> None:
     out = json.loads(capsys.readouterr().out)
     assert out["checkpoint"] == "gpt-python-docs-char" and out["n_examples"] == 2
     assert len(out["pruning"]["gradient"]["loss"]) == 17 and set(out["uniform"]) == {"previous", "first", "induction"}
+
+
+def test_seq2seq_encoder_decoder_and_cross_heads_are_masked() -> None:
+    torch.manual_seed(0)
+    model = TransformerSeq2Seq(TransformerSeq2SeqConfig(vocab_size=11, d_model=16, n_head=2, n_encoder_layers=1,
+                                                        n_decoder_layers=1, max_len=16)).eval()
+    names = list(head_modules(model))
+    assert len(names) == 3 and any("cross" in n for n in names)  # encoder self, decoder self, decoder cross
+    src, tgt = torch.randint(3, 11, (2, 7)), torch.randint(3, 11, (2, 5))
+    for name in names:
+        gates = full_gates(model)
+        gates[name][1] = 0.0
+        with torch.no_grad(), head_mask(model, gates):
+            ablated = model(src, tgt)
+        manual = copy.deepcopy(model)
+        with torch.no_grad():
+            dict(manual.named_modules())[name].out_proj.weight[:, 8:16] = 0.0
+            expected = manual(src, tgt)
+        torch.testing.assert_close(ablated, expected, atol=1e-5, rtol=1e-5)
