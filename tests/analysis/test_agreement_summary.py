@@ -65,3 +65,13 @@ def test_agreement_experiment_defaults_to_jw_definitions_and_records_precision()
                                 workspace=ws))
     assert r64.extra["numerics"]["dtype"] == "float64" and r64.settings["dtype"] == "float64"
     assert bundle.model.head.weight.dtype.is_floating_point and str(bundle.model.head.weight.dtype) == "torch.float32"
+
+
+def test_every_example_experiment_runs_in_float64() -> None:
+    ws = Workspace(SHIPPED_LIBRARY)
+    bundle = load_bundle("textclf-reviews-avg-additive", ws)
+    for name in ("permutation", "adversarial", "erasure", "aopc", "pointing"):
+        opts = ExperimentOptions(n=1, float64=True, n_perm=5, steps=3, k=2, random_draws=2)
+        result = drive(iter_experiment(name, bundle, opts, workspace=ws))
+        assert result.examples_done == 1 and result.extra["numerics"]["dtype"] == "float64", name
+        summarize(result).to_markdown()

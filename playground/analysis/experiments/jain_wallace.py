@@ -284,7 +284,7 @@ def permutation_one(probe: Probe, n_perm: int, gen: torch.Generator, chunk: int 
     rows = permutation_rows(probe, n_perm, gen)  # [P,Hs,K]
     ident = probe.head_rows()[None]  # the reference goes through the same batched path
     same = (rows == ident).flatten(1).all(-1)  # [P] a permutation that leaves the row as it was
-    tvds = torch.zeros(n_perm, device=rows.device)
+    tvds = torch.zeros(n_perm, device=rows.device, dtype=rows.dtype)  # float64 on a float64 model
     flips = torch.zeros(n_perm, dtype=torch.bool, device=rows.device)
     todo = (~same).nonzero().flatten()
     for s in range(0, todo.numel(), chunk):
@@ -395,7 +395,7 @@ def adversarial_one(
         return rows  # [k,Hs,K]
 
     best_rows = base.new_zeros(k, Hs, K)
-    best_jsd = torch.full((k,), -1.0)
+    best_jsd = torch.full((k,), -1.0, dtype=base.dtype)
     done = 0
     for step in range(steps):
         if is_stopped(stop):
