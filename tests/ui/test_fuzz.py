@@ -29,6 +29,10 @@ MAX_CASES = 18  # per endpoint (a seeded sample when there are more)
 HEAVY_MAX_CASES = 8  # training, tokenizer builds, sweeps, experiments
 HEAVY = ("/train_start", "/train_resume", "/tokenizer_build", "/tokenizer_sweep", "/experiments_run",
          "/experiments_retrain_uniform")
+# Endpoints whose baseline is minutes of real training with no smaller setting a user can pick (a
+# claim's re-run trains its shipped recipe): only their hostile cases run here; a scaled-down
+# re-run is tested in tests/ui/test_claims_view.py.
+NO_BASELINE = ("/claims_rerun",)
 MODEL_PARAMS = {"name", "checkpoint", "c", "cur", "current"}
 NUMBERS: list[Any] = [None, 1e9, 1e18, -1, math.nan, math.inf, -math.inf]
 STRINGS: list[Any] = ["", None, "x" * 1_000_000, "\x00", "\u202e\x1b[2J\r\n\x07é中文🙂\ud7ff", "\\u", "\\x",
@@ -157,6 +161,8 @@ def _cases(api: str, params: list[dict[str, Any]], files: dict[str, Path]) -> li
     if len(cases) > limit:
         rest = random.Random(api).sample(cases[1:], limit - 1)
         cases = [cases[0], *rest]
+    if api in NO_BASELINE:
+        cases = cases[1:]
     return cases + forced
 
 
