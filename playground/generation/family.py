@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 from tokenizers import Tokenizer
 from torch import Tensor
 
@@ -127,6 +128,15 @@ class FamilyGenerator:
 
     def final_image(self, done: Done) -> np.ndarray | None:
         """The run's result as a picture [H,W,3] uint8 (controls.shows_image), or None."""
+        return None
+
+    def shows_routing(self, bundle: Bundle) -> bool:
+        """Whether this checkpoint routes tokens to experts (a mixture of experts), so a run gets
+        the expert-load view (`routing_view`)."""
+        return False
+
+    def routing_view(self, bundle: Bundle, done: Done) -> tuple[Any, pd.DataFrame] | None:
+        """(chart, its data) of where the run's first sample went through the experts, or None."""
         return None
 
     # -- why this token ------------------------------------------------------------------

@@ -106,6 +106,7 @@ class ModelView(Updates):
     max_new: Any
     stats: Any
     result_image: Any = dataclasses.field(default_factory=lambda: gr.update(value=None, visible=False))  # a run's picture
+    routing_plot: Any = dataclasses.field(default_factory=lambda: gr.update(value=None, visible=False))  # expert load
 
 
 def _no_view(info: str, prompt: Any, gen_btn: Any, max_new: Any) -> ModelView:
@@ -149,6 +150,7 @@ def select_model(env: Env, name: str | None) -> ModelView:
         max_new=gr.update(visible=text),
         stats="",
         result_image=gr.update(value=None, visible=controls.shows_image),
+        routing_plot=gr.update(value=None, visible=_generator(bundle).shows_routing(bundle)),
     )
 
 
@@ -271,6 +273,8 @@ class Generation(Updates):
     table_csv: Any = dataclasses.field(default_factory=gr.skip)
     align_csv: Any = dataclasses.field(default_factory=gr.skip)
     result_image: Any = dataclasses.field(default_factory=gr.skip)  # the run as a picture (controls.shows_image)
+    routing_plot: Any = dataclasses.field(default_factory=gr.skip)  # expert load (a mixture of experts)
+    routing_csv: Any = dataclasses.field(default_factory=gr.skip)
 
 
 def generate_text(env: Env, name, prompt, temperature, top_k, top_p, min_p, rep, freq, pres, max_new, seed,
@@ -312,8 +316,10 @@ def generate_text(env: Env, name, prompt, temperature, top_k, top_p, min_p, rep,
     plot, align_df = _alignment_plot(done.samples[0]) if controls.alignment else (None, None)
     choices = _picker_choices(done)
     image = generator.final_image(done) if controls.shows_image else gr.skip()
+    routing = generator.routing_view(bundle, done)
+    routing_plot, routing_csv = (routing[0], _csv(routing[1], "expert-routing")) if routing else (gr.skip(), gr.skip())
     yield Generation(html, _stats(done, generator), table, plot, state, gr.update(choices=choices, value=None),
-                     _csv(table, "tokens"), _csv(align_df, "alignment"), image)
+                     _csv(table, "tokens"), _csv(align_df, "alignment"), image, routing_plot, routing_csv)
 
 
 def _stream_every(bundle) -> float:
@@ -489,12 +495,15 @@ def build(ctx: AppContext) -> None:
             dist_plot = Chart(label="Next-token distribution: what each knob leaves", elem_id="generate-dist")
             align_plot = Chart(label="Alignment", elem_id="generate-alignment", visible=False)
             class_plot = Chart(label="Class probabilities", elem_id="generate-classes", visible=False)
+            routing_plot = Chart(label="Expert load: where the first sample's tokens went (mixture of experts)",
+                                 elem_id="generate-experts", visible=False)
             table = Table(label="Tokens (click a row to pick it)", interactive=False, elem_id="generate-table",
                                  max_height=300)
             with gr.Row():
                 dist_csv = gr.DownloadButton("Distribution CSV", size="sm")
                 table_csv = gr.DownloadButton("Tokens CSV", size="sm")
                 align_csv = gr.DownloadButton("Alignment / classes CSV", size="sm")
+                routing_csv = gr.DownloadButton("Expert routing CSV", size="sm")
     result = gr.State(None)
 
     ctx.on_workspace_change(with_env(refresh_models), [model], [model], api_name="generate_models")
@@ -503,7 +512,8 @@ def build(ctx: AppContext) -> None:
         ModelView.wire(info=info, prompt=prompt, image_col=image_col, lm_group=lm_group, s2s_group=s2s_group,
                        gen_btn=gen_btn, classify_btn=classify_btn, sample=sample, dist_plot=dist_plot,
                        align_plot=align_plot, class_plot=class_plot, output=output, table=table, result=result,
-                       picker=picker, max_new=max_new, stats=stats, result_image=result_image),
+                       picker=picker, max_new=max_new, stats=stats, result_image=result_image,
+                       routing_plot=routing_plot),
         api_name="generate_select_model", show_progress="minimal",
     )
     sample.input(U(pick_sample), [ctx.user, model, sample], [prompt, image],
@@ -515,7 +525,8 @@ def build(ctx: AppContext) -> None:
         [ctx.user, model, prompt, temperature, top_k, top_p, min_p, rep, freq, pres, max_new, seed, num_samples, stop,
          beam_width, length_penalty],
         Generation.wire(output=output, stats=stats, table=table, align_plot=align_plot, result=result, picker=picker,
-                        table_csv=table_csv, align_csv=align_csv, result_image=result_image),
+                        table_csv=table_csv, align_csv=align_csv, result_image=result_image,
+                        routing_plot=routing_plot, routing_csv=routing_csv),
         api_name="generate_text", show_progress="minimal", **_generate_lane(ctx),
     )
     cls_event = classify_btn.click(None, None, [stats], js="() => 'Classifying…'", queue=False,

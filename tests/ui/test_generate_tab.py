@@ -80,14 +80,14 @@ def test_select_model_adapts_controls(env, workspace):
     assert not vit.max_new["visible"] and gpt.max_new["visible"]  # max new tokens only for text models
     assert vit.stats == gpt.stats == select_model(env, None).stats == ""  # the previous model's stats line goes
     assert len(vit.sample["choices"]) == 20  # digits validation images, rebuilt from the seed
-    assert len(vit.values()) == len(dataclasses.fields(vit)) == 18  # what gradio gets, in wired order
+    assert len(vit.values()) == len(dataclasses.fields(vit)) == 19  # what gradio gets, in wired order
     _, image = pick_sample(env, "v", vit.sample["choices"][0])
     assert isinstance(image, np.ndarray) and image.shape[2] == 3
 
 
 def test_generate_streams_and_fills_table_picker_and_state(env):
     outs = _gen(env, "g", max_new=12)
-    html, stats, table, _, state, picker, table_csv, _, _ = outs[-1].values()
+    html, stats, table, _, state, picker, table_csv, _, _, _, _ = outs[-1].values()
     assert html.count("data-index=") == 12
     assert "12 tokens" in stats
     assert isinstance(table, pd.DataFrame) and len(table) == 12
@@ -161,7 +161,7 @@ def test_seq2seq_generate_gives_alignment(workspace):
 
     _seq2seq_bundle(workspace, "transformer_seq2seq", "t")
     env = Env(workspace, "cpu", None)
-    html, stats, table, plot, state, picker, _, align_csv, _ = _gen(env, "t", prompt="abcd", max_new=10, beam_width=3, alpha=0.6)[-1].values()
+    html, stats, table, plot, state, picker, _, align_csv, _, _, _ = _gen(env, "t", prompt="abcd", max_new=10, beam_width=3, alpha=0.6)[-1].values()
     assert plot is not None and "beam 3" in stats
     df = pd.read_csv(align_csv)
     sample = state["done"].samples[0]

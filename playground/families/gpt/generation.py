@@ -4,10 +4,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+import altair as alt
+import pandas as pd
 import torch
 from tokenizers import Tokenizer
 from torch import Tensor
 
+from playground.charts.experts import expert_load_chart, expert_tokens_chart
+from playground.charts.layout import FIT_X
+from playground.families.gpt.experts import expert_load, routing_frame
 from playground.generation.api import GenerateRequest, prompt_ids
 from playground.generation.batching import batching_enabled, stream_batched
 from playground.generation.events import Done, SampleResult, StepEvent
@@ -49,6 +54,26 @@ class LMGenerator(FamilyGenerator):
 
     def console_result(self, done: Done) -> str:
         return "".join(f"--- sample {i + 1} ---\n{sample.full_text}\n" for i, sample in enumerate(done.samples))
+
+    def shows_routing(self, bundle: Bundle) -> bool:
+        """A GPT with a mixture-of-experts FFN (ffn_experts > 1) shows its expert load."""
+        return bool(getattr(bundle.model_config, "moe", False))
+
+    def routing_view(self, bundle: Bundle, done: Done) -> tuple[Any, pd.DataFrame] | None:
+        """Each expert's share per layer (above) and the top expert of each token per layer (below)
+        for the first sample's prompt + output (its last block_size tokens); the data is the
+        routing frame (one row per token, layer and chosen expert)."""
+        if not self.shows_routing(bundle) or not done.samples:
+            return None
+        text = done.samples[0].full_text
+        if not text:
+            return None
+        routes = routing_frame(bundle.model, bundle.tokenizer, text)
+        load = expert_load(bundle.model, bundle.tokenizer, text)
+        charts = [expert_load_chart(load), expert_tokens_chart(routes)]
+        for chart in charts:  # sized one by one; a concatenation takes no per-view autosize
+            chart.autosize = alt.Undefined
+        return alt.vconcat(*charts).properties(autosize=FIT_X), routes
 
     def next_token_logits(self, bundle: Bundle, prompt: str, target_prefix: Sequence[int] | None = None) -> Tensor:
         """Logits [V] after the last `block_size` tokens of the prompt (the start token when empty)."""
