@@ -147,7 +147,7 @@ def select_model(env: Env, name: str | None) -> ModelView:
         table=None,
         result=None,
         picker=gr.update(choices=[], value=None, label=controls.pick_label),
-        max_new=gr.update(visible=text),
+        max_new=gr.update(visible=text and not controls.shows_image),  # a picture has its own length
         stats="",
         result_image=gr.update(value=None, visible=controls.shows_image),
         routing_plot=gr.update(value=None, visible=_generator(bundle).shows_routing(bundle)),
