@@ -36,12 +36,15 @@ EXPERIMENT_LABELS: dict[str, str] = {
     "erasure": "Erasure to decision flip (S&S)",
     "aopc": "Deletion / insertion, AOPC, ERASER",
     "pointing": "Pointing game (vit-shapes)",
+    "sanity": "Sanity check: cascading model randomisation (Adebayo)",
 }
 ALL_METHODS = ["attention", "attention_mean", "rollout", "norm", "relevancy", "flow", "saliency", "ixg", "ig", "loo",
                "attention_grad", "random"]
 YIELD_EVERY_S = 1.0
 DEFAULT_N = 50  # held-out examples, unless the experiment has its own default
-EXPERIMENT_N = {"adversarial": 10}  # the adversarial search costs seconds per example: its default run stays near a minute
+# the adversarial search costs seconds per example (its default run stays near a minute);
+# the sanity check recomputes every map once per randomised layer
+EXPERIMENT_N = {"adversarial": 10, "sanity": 10}
 DEFAULT_STEPS = 100  # adversarial Adam steps (the CLI keeps J&W's 500)
 NO_ESTIMATE = ("No time estimate for this experiment (it retrains models or scores whole validation splits); "
                "once it runs, the status line says how far it is.")
@@ -393,7 +396,7 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None, tab: gr.Tab | 
                                           value=["jw_grad", "loo_delete"],  # J&W's own definitions (jain_wallace.JW_REFERENCES)
                                           label="References (agreement): jw_grad, loo_delete = J&W's definitions")
         with gr.Row():
-            methods = gr.CheckboxGroup(ALL_METHODS, value=[], label="Rankings (erasure / AOPC / pointing; empty = defaults)")
+            methods = gr.CheckboxGroup(ALL_METHODS, value=[], label="Rankings (erasure / AOPC / pointing / sanity; empty = defaults)")
             level = gr.Radio(["attention", "input"], value="attention", label="Erasure level",
                              info="attention: zero the weights and renormalise (S&S); input: replace by the baseline")
         with gr.Row():

@@ -48,7 +48,11 @@ from playground.analysis.experiments.core import (
     make_generator,
     row_stats,
 )
-from playground.analysis.experiments.jain_wallace import compute_importances, methods_for, real_unit_mask
+from playground.analysis.experiments.jain_wallace import (
+    compute_importances,
+    methods_for,
+    real_unit_mask,
+)
 from playground.analysis.explain.agreement import spearman_rho
 from playground.analysis.query import Query
 from playground.errors import PlaygroundError
@@ -264,7 +268,7 @@ def iter_sanity(
         if not methods:
             raise PlaygroundError(f"None of the chosen methods apply to this model (skipped: {skipped}).")
         chosen = list(methods)
-        importance_fn = lambda q: sanity_importances(q, chosen, ig_steps)  # noqa: E731
+        importance_fn = lambda q: sanity_importances(q, chosen, ig_steps)
     layers = cascade_layers(queries[0])
     models = cascade_models(queries[0].model, layers, seed)
     result = SanityResult(settings={"methods": list(methods), "skipped_methods": skipped, "seed": seed,
