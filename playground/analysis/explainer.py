@@ -56,6 +56,14 @@ class FamilyExplainer(ABC):
     truth_terms: dict[str, str] = {"set": "vit-shapes", "truth": "the object", "unit": "patch", "inputs": "images",
                                    "defines": "the object that defines the class (known masks)"}
 
+    induction: bool = False  # a causal LM: head analysis scores induction heads on repeated random tokens
+
+    def head_data(self, payload: Any, n: int, seed: int, batch_size: int, device: str) -> Any:
+        """Head analysis's evaluation batches from the prepared data ``payload`` (up to ``n``
+        examples): a `playground.analysis.heads.batches` builder's (HeadData, inputs); None where
+        the family has no multi-head attention to analyse."""
+        return None
+
     def for_model(self, model: nn.Module) -> FamilyExplainer:
         """The explainer to put in a Query for ``model`` (a family whose models differ in structure
         returns the variant that fits this one); by default itself."""

@@ -21,7 +21,6 @@ from typing import Any
 
 import pandas as pd
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from playground.analysis.experiments.core import make_generator
@@ -36,6 +35,7 @@ from playground.analysis.heads.ablation import (
     ranking,
     replacements_for,
 )
+from playground.analysis.heads.batches import HeadBatches
 from playground.analysis.heads.mask import head_modules
 from playground.analysis.heads.scores import (
     in_context_losses,
@@ -47,6 +47,7 @@ from playground.analysis.heads.scores import (
 from playground.analysis.inputs import special_id_set
 from playground.bundle import Bundle
 from playground.errors import PlaygroundError
+from playground.families import get_family
 from playground.models.attention import record_attention
 from playground.workspace import Workspace
 
@@ -127,60 +128,17 @@ class HeadReport:
 # Per-family data
 
 
-def _chunks(n: int, size: int) -> list[slice]:
-    return [slice(lo, min(n, lo + size)) for lo in range(0, n, size)]
-
-
-def _lm_loss(model: nn.Module, batch: tuple[Tensor, Tensor]) -> Tensor:
-    x, y = batch  # [B,T] each
-    return F.cross_entropy(model(x).flatten(0, 1).float(), y.flatten())
-
-
-def _class_loss(model: nn.Module, batch: tuple[Tensor, Tensor]) -> Tensor:
-    inputs, labels = batch  # images [B,C,H,W] or token ids [B,T]; labels [B]
-    return F.cross_entropy(model(inputs).float(), labels)
-
-
 def family_data(bundle: Bundle, n: int, seed: int = 0, batch_size: int = 16,
-                workspace: Workspace | None = None, device: str = "cpu") -> tuple[HeadData, list[tuple]]:
-    """(loss data, the model inputs of each batch as positional args) for ``bundle``'s family."""
+                workspace: Workspace | None = None, device: str = "cpu") -> HeadBatches:
+    """(loss data, the model inputs of each batch as positional args): the family's explainer
+    batches its own prepared validation data (`FamilyExplainer.head_data`)."""
     _, prep, _ = prepare_data(bundle, workspace)
-    payload = prep.payload
-    if bundle.family == "gpt":
-        T = payload.block_size
-        high = len(payload.val) - T - 1
-        if high < 1:
-            raise PlaygroundError(f"The validation text has {len(payload.val)} tokens, too few for windows of {T}.")
-        starts = torch.randint(high, (n,), generator=make_generator(seed))
-        x, y = payload.windows("val", starts)  # [N,T] each
-        batches = [(x[s].to(device), y[s].to(device)) for s in _chunks(n, batch_size)]
-        return HeadData(batches, _lm_loss), [(b[0],) for b in batches]
-    if bundle.family == "vit":
-        val = payload.val
-        m = min(n, val.n)
-        batches = [(val.images[s].to(device), val.labels[s].to(device)) for s in _chunks(m, batch_size)]
-        return HeadData(batches, _class_loss), [(b[0],) for b in batches]
-    if bundle.family == "text_classifier" and head_modules(bundle.model):
-        m = min(n, len(payload.val_ids))
-        batches = [(payload.collate(payload.val_ids[s]).to(device), payload.val_labels[s].to(device))
-                   for s in _chunks(m, batch_size)]
-        return HeadData(batches, _class_loss), [(b[0],) for b in batches]
-    if bundle.family == "seq2seq" and head_modules(bundle.model):
-        pad = payload.pad_id
-        m = min(n, len(payload.val_src))
-        batches = []
-        for s in _chunks(m, batch_size):
-            b = payload.collate(payload.val_src[s], payload.val_tgt[s])
-            batches.append(tuple(b[k].to(device) for k in ("src", "tgt_in", "tgt_out")))
-
-        def seq2seq_loss(model: nn.Module, batch: tuple[Tensor, Tensor, Tensor]) -> Tensor:
-            src, tgt_in, tgt_out = batch
-            logits = model(src, tgt_in).float()  # [B,T,V]
-            return F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=pad)
-
-        return HeadData(batches, seq2seq_loss), [b[:2] for b in batches]
-    raise PlaygroundError(f"{bundle.name!r} ({bundle.family}) has no multi-head attention to analyse; "
-                          "head analysis covers GPT, ViT, the Transformer text classifier and the Transformer seq2seq.")
+    explainer = get_family(bundle.family).explainer
+    found = explainer.head_data(prep.payload, n, seed, batch_size, device)
+    if found is None:
+        raise PlaygroundError(f"Head analysis has no validation batches for {bundle.name!r} ({bundle.family}); it "
+                              "covers GPT text models, ViT, the Transformer text classifier and the Transformer seq2seq.")
+    return found
 
 
 # ----------------------------------------------------------------------------------------
@@ -240,7 +198,7 @@ def analyse_heads(bundle: Bundle, n: int = 64, seed: int = 0, mode: Mode = "zero
         clean_loss=clean, ablation=ablation, gradient=gradient,
         positional=recorded_positional(model, inputs), pruning_mode=mode, pruning=pruning,
     )
-    if bundle.family == "gpt":
+    if get_family(bundle.family).explainer.induction:
         cfg = bundle.model_config
         length = cfg.block_size // 2
         specials = special_id_set(bundle.tokenizer) if bundle.tokenizer is not None else set()

@@ -11,6 +11,7 @@ from torch import Tensor, nn
 
 from playground.analysis.explain.attributions import deleted_tokens, replaced_tokens
 from playground.analysis.explain.propagation import entropy
+from playground.analysis.heads.batches import HeadBatches, lm_windows
 from playground.analysis.explainer import AnalyzeView, FamilyExplainer, log_prob
 from playground.analysis.query import Query
 from playground.errors import PlaygroundError
@@ -43,6 +44,13 @@ class LMExplainer(FamilyExplainer):
     """F = log softmax(logits[position])[target]; the units are the tokens up to the query."""
 
     kind = "lm"
+    induction = True
+
+    def head_data(self, payload: Any, n: int, seed: int, batch_size: int, device: str) -> HeadBatches | None:
+        """Seeded windows of the validation text (a payload without them, as the pixel model's: None)."""
+        if not hasattr(payload, "windows"):
+            return None
+        return lm_windows(payload, n, seed, batch_size, device)
     output_name = "next-token distribution"
     uniform_override = {"model.uniform_attention": True}
 

@@ -11,6 +11,7 @@ from torch import Tensor, nn
 
 from playground.analysis.explain.attributions import deleted_tokens, replaced_tokens
 from playground.analysis.explain.propagation import entropy
+from playground.analysis.heads.batches import HeadBatches, seq2seq_pairs
 from playground.analysis.explainer import AnalyzeView, FamilyExplainer, log_prob
 from playground.analysis.query import Query
 from playground.errors import PlaygroundError
@@ -36,6 +37,10 @@ class Seq2SeqExplainer(FamilyExplainer):
     kind = "seq2seq"
     output_name = "output-token distribution"
     through_cross_attention = True
+
+    def head_data(self, payload: Any, n: int, seed: int, batch_size: int, device: str) -> HeadBatches:
+        """The first ``n`` validation pairs, teacher-forced."""
+        return seq2seq_pairs(payload, n, batch_size, device)
 
     def __init__(self, unavailable: set[str], layer_fields: tuple[str, ...],
                  uniform_override: dict[str, Any] | None = None) -> None:

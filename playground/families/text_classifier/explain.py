@@ -20,6 +20,7 @@ from torch import Tensor, nn
 
 from playground.analysis.explain.attributions import deleted_tokens, replaced_tokens
 from playground.analysis.explain.propagation import entropy
+from playground.analysis.heads.batches import HeadBatches, chunks, labelled
 from playground.analysis.explainer import AnalyzeView, FamilyExplainer, log_prob
 from playground.analysis.query import Query
 from playground.errors import PlaygroundError
@@ -43,6 +44,12 @@ class TextClassifierExplainer(FamilyExplainer):
     """
 
     kind = "classifier"
+
+    def head_data(self, payload: Any, n: int, seed: int, batch_size: int, device: str) -> HeadBatches:
+        """The first ``n`` validation reviews (padded per batch) and their labels."""
+        parts = chunks(min(n, len(payload.val_ids)), batch_size)
+        return labelled([payload.collate(payload.val_ids[s]).to(device) for s in parts],
+                        [payload.val_labels[s].to(device) for s in parts])
     output_name = "class distribution"
     adversarial_epsilon = 0.01
     uniform_override = {"model.uniform_attention": True}

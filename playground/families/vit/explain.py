@@ -13,6 +13,7 @@ from torch import Tensor, nn
 
 from playground.analysis.explain.pointing import patch_mask
 from playground.analysis.explain.propagation import entropy
+from playground.analysis.heads.batches import HeadBatches, chunks, labelled
 from playground.analysis.explainer import AnalyzeView, FamilyExplainer
 from playground.analysis.query import Query
 from playground.errors import PlaygroundError
@@ -34,6 +35,12 @@ class ClassifierExplainer(FamilyExplainer):
     adversarial_epsilon = 0.01
     unavailable = frozenset({"loo_delete"})
     reads_images = True
+
+    def head_data(self, payload: Any, n: int, seed: int, batch_size: int, device: str) -> HeadBatches:
+        """The first ``n`` validation images and their labels."""
+        val = payload.val
+        parts = chunks(min(n, val.n), batch_size)
+        return labelled([val.images[s].to(device) for s in parts], [val.labels[s].to(device) for s in parts])
     uniform_override = {"model.uniform_attention": True}
 
     # -- F -------------------------------------------------------------------------------
