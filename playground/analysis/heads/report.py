@@ -26,7 +26,6 @@ from torch import Tensor, nn
 from playground.analysis.experiments.core import make_generator
 from playground.analysis.experiments.data import prepare_data
 from playground.analysis.heads.ablation import (
-    HeadData,
     Mode,
     ablation_losses,
     gradient_importance,

@@ -11,8 +11,8 @@ from torch import Tensor, nn
 
 from playground.analysis.explain.attributions import deleted_tokens, replaced_tokens
 from playground.analysis.explain.propagation import entropy
-from playground.analysis.heads.batches import HeadBatches, seq2seq_pairs
 from playground.analysis.explainer import AnalyzeView, FamilyExplainer, log_prob
+from playground.analysis.heads.batches import HeadBatches, seq2seq_pairs
 from playground.analysis.query import Query
 from playground.errors import PlaygroundError
 from playground.models.attention import attention_modules

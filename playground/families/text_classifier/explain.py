@@ -20,8 +20,8 @@ from torch import Tensor, nn
 
 from playground.analysis.explain.attributions import deleted_tokens, replaced_tokens
 from playground.analysis.explain.propagation import entropy
-from playground.analysis.heads.batches import HeadBatches, chunks, labelled
 from playground.analysis.explainer import AnalyzeView, FamilyExplainer, log_prob
+from playground.analysis.heads.batches import HeadBatches, chunks, labelled
 from playground.analysis.query import Query
 from playground.errors import PlaygroundError
 from playground.models.attention import attention_modules

@@ -13,8 +13,8 @@ from torch import Tensor, nn
 
 from playground.analysis.explain.pointing import patch_mask
 from playground.analysis.explain.propagation import entropy
-from playground.analysis.heads.batches import HeadBatches, chunks, labelled
 from playground.analysis.explainer import AnalyzeView, FamilyExplainer
+from playground.analysis.heads.batches import HeadBatches, chunks, labelled
 from playground.analysis.query import Query
 from playground.errors import PlaygroundError
 from playground.models.attention import attention_modules
