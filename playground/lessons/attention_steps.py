@@ -171,6 +171,7 @@ def compute(queries: str, keys: str, values: str, score: str, mask: str, tempera
 LESSON = Lesson(
     name="attention_steps",
     title="Attention step by step",
+    short="Attention",
     text=("Each query scores every key, the scores become weights that are positive and sum to 1 in each row, and "
           "the output is that weighted average of the values. Change a number and follow it through the five "
           "stages; the temperature divides the scores once more, sharpening (below 1) or flattening (above 1) "

@@ -116,6 +116,7 @@ class Lesson:
     see_also: where the idea matters in the other tabs; presets: one-click inputs (name -> values);
     compute: the pure computation, called with every param by name, already coerced.
     max_charts / max_tables: how many slots the tab reserves for this lesson's view.
+    short: the tab's label (every lesson's tab and the claims' fit one row at a desktop width).
     """
 
     name: str
@@ -128,6 +129,12 @@ class Lesson:
     presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     max_charts: int = 2
     max_tables: int = 2
+    short: str = ""  # the tab's label when the title is too long for a row of tabs
+
+    @property
+    def label(self) -> str:
+        """What the lesson's tab says: `short`, else the title."""
+        return self.short or self.title
 
     def values(self, given: Mapping[str, Any] | None = None, preset: str | None = None) -> dict[str, Any]:
         """Every param's value: defaults, then the preset's, then `given`, each checked."""

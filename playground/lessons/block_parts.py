@@ -190,6 +190,7 @@ def compute(source: str, vocab: int, d_model: int, n_head: int, n_layer: int, d_
 LESSON = Lesson(
     name="block_parts",
     title="The block's parts",
+    short="Block parts",
     text=("A block is one attention sub-layer (four d×d projections) and one feed-forward sub-layer (two d×4d "
           "matrices, so twice the attention's weights), each wrapped in a residual and a norm. Per token, every "
           "weight costs 6 FLOPs to train; only the scores QKᵀ and their weighted sum grow with the context. "

@@ -148,6 +148,7 @@ def compute(sentence: str, measure: str, max_length: str) -> LessonView:
 LESSON = Lesson(
     name="bottleneck",
     title="Bottleneck, attention and recurrence",
+    short="Bottleneck",
     text=("An encoder-decoder without attention must pack the whole source into one fixed vector, so the longer "
           "the sentence, the more it forgets. Attention lets every output step look back at every source word, and "
           "accuracy stays up as sentences grow. Recurrence still reads one token after another, which is what the "

@@ -186,6 +186,7 @@ def compute(corpus: str, text: str, merges: int) -> LessonView:
 LESSON = Lesson(
     name="bpe_by_hand",
     title="BPE by hand",
+    short="BPE",
     text=("Byte-pair encoding starts from single characters and learns a vocabulary by repetition: count every "
           "adjacent pair of symbols in the corpus, weighted by how often each word occurs, and fuse the most "
           "frequent pair into one new symbol. Frequent words end up as one token, rare ones as a few pieces."),

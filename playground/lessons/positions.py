@@ -183,6 +183,7 @@ def compute(n_positions: int, d_model: int, position: int, delta: int, heads: in
 LESSON = Lesson(
     name="positions",
     title="Positional encodings",
+    short="Positions",
     text=("Attention compares every token with every other, so without help it sees a set, not a sequence: "
           "reorder the words and each output just moves along. A sinusoidal table adds a position vector whose "
           "shift by Δ is a fixed rotation; RoPE rotates queries and keys so their score depends only on the "

@@ -92,6 +92,7 @@ def compute(logits: str, temperature: float, top_k: int, top_p: float, min_p: fl
 LESSON = Lesson(
     name="sampling",
     title="Sampling: temperature, top-k, top-p",
+    short="Sampling",
     text=("A model gives scores (logits); softmax turns them into the probabilities a token is drawn from. "
           "Temperature divides the scores first (below 1 sharpens, above 1 flattens, 0 always picks the top "
           "token); top-k keeps the k likeliest tokens, top-p the fewest whose total reaches p, min-p those at "

@@ -91,6 +91,7 @@ def compute(keys: int, largest_d_k: int, queries: int, seed: int) -> LessonView:
 LESSON = Lesson(
     name="scaling",
     title="Why divide by √d_k",
+    short="√d_k",
     text=("A dot product of two random vectors adds up d_k products, so its spread grows like √d_k. Fed to a "
           "softmax, such large scores pick one key almost surely, the weights stop responding and little gradient "
           "gets through. Dividing by √d_k keeps the scores at unit variance whatever the head size."),

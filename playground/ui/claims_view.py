@@ -58,9 +58,13 @@ def about_markdown(name: str) -> str:
     return "\n\n".join(parts)
 
 
+# Plain text symbols: colour emoji are missing from many fonts (a box on a bare Linux browser).
+VERDICT_MARKS = {True: "✓", False: "✗", None: "?"}
+
+
 def verdict_markdown(result: ClaimResult, origin: str) -> str:
     """The verdict line and where the numbers come from (shipped or re-run, machine, time)."""
-    mark = {True: "✅", False: "❌", None: "❔"}[result.holds]
+    mark = VERDICT_MARKS[result.holds]
     m = result.meta
     machine = m.get("machine", {})
     where = (f"{origin}: {m.get('wall_s', '?')} s on {machine.get('cpu', '?')} ({machine.get('threads', '?')} "

@@ -164,7 +164,7 @@ def build(ctx: AppContext) -> None:
     lessons = list(all_lessons().values())
     with gr.Tabs(elem_id="lessons-tabs"):
         for i, lesson in enumerate(lessons):
-            with gr.Tab(lesson.title, id=f"lesson-{lesson.name}", elem_id=f"lesson-tab-{lesson.name}") as tab:
+            with gr.Tab(lesson.label, id=f"lesson-{lesson.name}", elem_id=f"lesson-tab-{lesson.name}") as tab:
                 # The first lesson is drawn at once; the others compute when their tab opens.
                 initial = lesson.run() if i == 0 else None
                 widgets, outputs, handler = lesson_view(lesson, initial)

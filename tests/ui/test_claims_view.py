@@ -23,7 +23,7 @@ def test_the_shipped_result_shows_at_once_with_the_papers_figure(name):
     assert view.chart is not None and view.chart.to_dict()["title"] == claim.title
     shipped = claim.shipped()
     assert shipped.verdict[1:] in view.verdict and "shipped result" in view.verdict
-    assert view.verdict.startswith({True: "✅", False: "❌", None: "❔"}[shipped.holds])
+    assert view.verdict.startswith(cv.VERDICT_MARKS[shipped.holds])
 
 
 def test_an_unknown_claim_is_a_user_error():
