@@ -57,6 +57,7 @@ class FamilyExplainer(ABC):
                                    "defines": "the object that defines the class (known masks)"}
 
     induction: bool = False  # a causal LM: head analysis scores induction heads on repeated random tokens
+    jain_wallace_setting: bool = False  # the kind of model J&W's Table 2 measured (text classifiers)
 
     def head_data(self, payload: Any, n: int, seed: int, batch_size: int, device: str) -> Any:
         """Head analysis's evaluation batches from the prepared data ``payload`` (up to ``n``

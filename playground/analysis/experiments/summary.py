@@ -192,7 +192,8 @@ def _published_figure(settings: dict[str, Any], a: str, b: str) -> str | None:
         same, col, sig, what = {a, b} == {"jw_grad", "loo_delete"}, "tau_grad_loo", None, "τ(gradient, leave-one-out)"
     else:
         return None
-    if settings.get("family") != "text_classifier":
+    family = FAMILIES.get(str(settings.get("family")))
+    if family is None or not family.explainer.jain_wallace_setting:
         return f"τ({a}, {b}): there is no published figure for this model kind (J&W's Table 2 is for text classifiers)."
     if not same:
         return (f"τ({a}, {b}) uses another definition than J&W's (their gradient is jw_grad, attention detached; "

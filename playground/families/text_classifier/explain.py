@@ -44,6 +44,7 @@ class TextClassifierExplainer(FamilyExplainer):
     """
 
     kind = "classifier"
+    jain_wallace_setting = True
 
     def head_data(self, payload: Any, n: int, seed: int, batch_size: int, device: str) -> HeadBatches:
         """The first ``n`` validation reviews (padded per batch) and their labels."""
