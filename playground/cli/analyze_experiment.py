@@ -59,7 +59,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--views", default=None, help="agreement: attention views (default attention,attention_mean,rollout,norm)")
     parser.add_argument("--references", default=None, help="agreement: references (default jw_grad,loo_delete: J&W's gradient with "
                         "attention detached and leave-one-out by deletion; the app's earlier saliency,loo also work)")
-    parser.add_argument("--methods", default=None, help="erasure / aopc / pointing: rankings (default: the experiment's)")
+    parser.add_argument("--methods", default=None, help="erasure / aopc / pointing / sanity: rankings or maps (default: the experiment's)")
     parser.add_argument("--level", default="attention", choices=["attention", "input"], help="erasure level (default attention)")
     parser.add_argument("--seeds", default="1,2", help="seed variance: extra training seeds (default 1,2)")
     parser.add_argument("--retrain-steps", type=int, default=None, help="steps of each retraining (default: the preset's)")
