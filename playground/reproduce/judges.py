@@ -215,17 +215,23 @@ def warmup_verdict(numbers: Numbers) -> Verdict:
 
 # -- d. √d_k --------------------------------------------------------------------------------------
 
-def scale_numbers(runs: Runs) -> Numbers:
-    """Per head size d_k: final loss scaled and unscaled, and the gap (unscaled − scaled)."""
+def _pairs_by_size(runs: Runs, size: str, worse: str, better: str) -> Numbers:
+    """Per size (the run name's suffix, e.g. "scaled_64"): each kind's final val loss, and the
+    gap (worse − better) where both kinds ran; rows in increasing size."""
     out: Numbers = {}
     for name, r in runs.items():
-        kind, dk = name.rsplit("_", 1)  # e.g. "scaled_64"
-        row = out.setdefault(dk, {"d_k": int(dk)})
+        kind, value = name.rsplit("_", 1)
+        row = out.setdefault(value, {size: int(value)})
         row[kind] = r["final"]["val_loss"]
     for row in out.values():
-        if "scaled" in row and "unscaled" in row:
-            row["gap"] = round(row["unscaled"] - row["scaled"], 4)
-    return dict(sorted(out.items(), key=lambda kv: kv[1]["d_k"]))
+        if worse in row and better in row:
+            row["gap"] = round(row[worse] - row[better], 4)
+    return dict(sorted(out.items(), key=lambda kv: kv[1][size]))
+
+
+def scale_numbers(runs: Runs) -> Numbers:
+    """Per head size d_k: final loss scaled and unscaled, and the gap (unscaled − scaled)."""
+    return _pairs_by_size(runs, "d_k", worse="unscaled", better="scaled")  # runs "scaled_64", "unscaled_64"
 
 
 def scale_verdict(numbers: Numbers) -> Verdict:
@@ -290,15 +296,7 @@ def smoothing_table(runs: Runs, numbers: Numbers) -> pd.DataFrame:
 
 def residual_numbers(runs: Runs) -> Numbers:
     """Per depth: final loss with and without residual connections, and the gap (without − with)."""
-    out: Numbers = {}
-    for name, r in runs.items():
-        kind, depth = name.rsplit("_", 1)  # "residual_8" | "plain_8"
-        row = out.setdefault(depth, {"layers": int(depth)})
-        row[kind] = r["final"]["val_loss"]
-    for row in out.values():
-        if "residual" in row and "plain" in row:
-            row["gap"] = round(row["plain"] - row["residual"], 4)
-    return dict(sorted(out.items(), key=lambda kv: kv[1]["layers"]))
+    return _pairs_by_size(runs, "layers", worse="plain", better="residual")  # runs "residual_8", "plain_8"
 
 
 def residual_verdict(numbers: Numbers) -> Verdict:

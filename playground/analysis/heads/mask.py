@@ -21,6 +21,7 @@ import contextvars
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -53,6 +54,28 @@ def _modules_by_name(model: nn.Module) -> dict[str, MultiHeadAttention]:
     return {m.name or p: m for p, m in model.named_modules() if isinstance(m, MultiHeadAttention)}
 
 
+HookMaker = Callable[[str, MultiHeadAttention, int], Callable[..., Any]]
+
+
+@contextmanager
+def _out_proj_hooks(modules: Mapping[str, MultiHeadAttention], make_hook: HookMaker) -> Iterator[None]:
+    """Pre-hook each module's out_proj with ``make_hook(name, module, key)`` for the block; a hook
+    acts only where ``key`` is in the context's active set (another thread's forward is left alone)."""
+    session = object()  # alive until the block ends, so no other session gets its id
+    key = id(session)
+    handles = [m.out_proj.register_forward_pre_hook(make_hook(name, m, key)) for name, m in modules.items()]
+    token = _ACTIVE.set(_ACTIVE.get() + (key,))
+    try:
+        yield
+    finally:
+        try:
+            _ACTIVE.reset(token)
+        except ValueError:  # exited in another context
+            _ACTIVE.set(tuple(k for k in _ACTIVE.get() if k != key))
+        for h in handles:
+            h.remove()
+
+
 @contextmanager
 def head_mask(model: nn.Module, gates: Mapping[str, Tensor],
               replacements: Mapping[str, Tensor] | None = None) -> Iterator[None]:
@@ -65,11 +88,7 @@ def head_mask(model: nn.Module, gates: Mapping[str, Tensor],
     unknown = sorted(set(gates) - set(modules))
     if unknown:
         raise KeyError(f"Unknown attention module(s) {unknown}; this model has {sorted(modules)}.")
-    session = object()
-    key = id(session)
-    handles = []
-
-    def make_hook(name: str, module: MultiHeadAttention):
+    def make_hook(name: str, module: MultiHeadAttention, key: int):
         gate = gates[name]
         repl = None if replacements is None else replacements.get(name)
 
@@ -87,30 +106,14 @@ def head_mask(model: nn.Module, gates: Mapping[str, Tensor],
 
         return hook
 
-    for name in gates:
-        m = modules[name]
-        handles.append(m.out_proj.register_forward_pre_hook(make_hook(name, m)))
-    token = _ACTIVE.set(_ACTIVE.get() + (key,))
-    try:
+    with _out_proj_hooks({name: modules[name] for name in gates}, make_hook):
         yield
-    finally:
-        try:
-            _ACTIVE.reset(token)
-        except ValueError:  # exited in another context
-            _ACTIVE.set(tuple(k for k in _ACTIVE.get() if k != key))
-        for h in handles:
-            h.remove()
 
 
 @contextmanager
 def _capture_inputs(model: nn.Module, sums: dict[str, Tensor], counts: dict[str, int]) -> Iterator[None]:
     """Accumulate the per-head sum and count of every out_proj input (context-local)."""
-    modules = _modules_by_name(model)
-    session = object()
-    key = id(session)
-    handles = []
-
-    def make_hook(name: str, module: MultiHeadAttention):
+    def make_hook(name: str, module: MultiHeadAttention, key: int):
         def hook(_: nn.Module, args: tuple[Tensor, ...]) -> None:
             if key not in _ACTIVE.get():
                 return
@@ -121,18 +124,8 @@ def _capture_inputs(model: nn.Module, sums: dict[str, Tensor], counts: dict[str,
 
         return hook
 
-    for name, m in modules.items():
-        handles.append(m.out_proj.register_forward_pre_hook(make_hook(name, m)))
-    token = _ACTIVE.set(_ACTIVE.get() + (key,))
-    try:
+    with _out_proj_hooks(_modules_by_name(model), make_hook):
         yield
-    finally:
-        try:
-            _ACTIVE.reset(token)
-        except ValueError:
-            _ACTIVE.set(tuple(k for k in _ACTIVE.get() if k != key))
-        for h in handles:
-            h.remove()
 
 
 @torch.no_grad()
