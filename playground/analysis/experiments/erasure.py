@@ -50,7 +50,8 @@ AOPC_BINS = (0.01, 0.05, 0.10, 0.20, 0.50)
 CURVE_GRID = (0.0, 0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 ERASURE_METHODS = ("attention", "attention_grad", "saliency", "ig", "loo", "random")
 CURVE_METHODS = ("attention", "rollout", "ig", "loo", "random")
-POINTING_METHODS = ("attention", "rollout", "saliency", "ig", "loo", "random")
+# plausibility of the app's methods and of Jain & Wallace's own definitions (jw_grad, loo_delete)
+POINTING_METHODS = ("attention", "rollout", "saliency", "jw_grad", "ig", "loo", "loo_delete", "random")
 
 KeepFn = Callable[[Tensor], Tensor]  # keep [N,m] bool -> [N,V] probabilities (or [N] scores)
 
