@@ -31,6 +31,7 @@ UNCAPPED_BOUNDS: dict[str, int] = {
     "max_vocab_size": 65_536,
     "max_train_steps": 1_000_000,
     "max_new_tokens": 2000,
+    "max_extend_tokens": 4096,  # prompt + new tokens when generation goes past block_size
     "max_analysis_examples": 10_000,
     "max_ig_steps": 800,
 }

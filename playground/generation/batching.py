@@ -220,8 +220,8 @@ class GPTBatcher:
         self.max_batch_seen = 0
 
     def can_take(self, run: LMRun) -> bool:
-        """Whether `run` can join this batch at all (else it runs alone)."""
-        return run.use_cache and 1 <= run.B <= self.max_rows and run.block == self.block
+        """Whether `run` can join this batch at all (else it runs alone: 'extend' mode outgrows the rows)."""
+        return run.use_cache and not run.extend and 1 <= run.B <= self.max_rows and run.block == self.block
 
     def submit(self, run: LMRun) -> Job:
         """Queue a run to join the batch; TooBigError when too many already wait."""

@@ -5,7 +5,16 @@ token is predicted from `tokens[start:]`. A prompt longer than the block size is
 the left to the last `block_size` tokens. When one more token would not fit, the window jumps
 forward and keeps the last `block_size - slide` tokens (`slide = max(1, block_size // 4)`);
 the cache is then rebuilt from that window (positions restart at 0, as in training). Between
-jumps the cache is extended one token at a time.
+jumps the cache is extended one token at a time. This is `context="window"`, the default.
+
+`context="extend"` (models whose positions extrapolate: sinusoidal, RoPE, ALiBi or none) never
+jumps: the whole prompt is read, the cache keeps growing and positions count on past the block
+size, up to `max_extend_tokens` positions in all (checked before anything is allocated). A
+learned position table has no vector past the block size, so it refuses. Without the cache
+each token recomputes the whole sequence (`GPT.forward_beyond`).
+
+A sliding-window model (`attn_window` W) decodes alone with a windowed cache: each layer keeps
+its last W positions only, so the cache stays W positions long however far `extend` goes.
 
 Randomness comes only from a `torch.Generator` made for the call (seeded), never the global
 RNG, so concurrent users of a server do not disturb each other's seeds.
@@ -25,8 +34,23 @@ from playground.errors import ConfigError, DataError
 from playground.generation.events import Done, SampleResult, StepEvent
 from playground.generation.filters import SamplingConfig, apply_penalties, draw, make_warpers
 from playground.generation.text import Detokenizer, token_text
+from playground.limits import check_count
 
 START_TOKENS = ("<|endoftext|>", "<bos>", "<s>", "<eos>", "\n", " ")
+CONTEXT_MODES = ("window", "extend")  # the window jumps at block_size / positions go on past it
+
+
+def check_context_mode(model: nn.Module, context: str) -> None:
+    """ConfigError unless `context` is a mode this model can generate in (see the module doc)."""
+    if context not in CONTEXT_MODES:
+        raise ConfigError(f"context must be one of {', '.join(CONTEXT_MODES)}, got {context!r}.")
+    if context == "extend" and not getattr(model, "extrapolates", False):
+        block = int(model.config.block_size)
+        raise ConfigError(
+            f"This model cannot generate past its block size of {block} in 'extend' mode: its positions are a "
+            f"learned table with one trained vector for each position 0 .. {block - 1}, and there is none for "
+            f"position {block} or later. Use the 'window' mode instead: it keeps the last tokens in a window "
+            f"of {block} positions and slides it forward.")
 
 
 def slide_for(block_size: int) -> int:
@@ -191,8 +215,10 @@ class LMRun:
         block_size: int | None = None,
         prompt_text: str | None = None,
         decode_text: bool = True,
+        context: str = "window",
     ) -> None:
         cfg = sampling or SamplingConfig()
+        check_context_mode(model, context)
         if max_new_tokens < 0:
             raise ConfigError(f"max new tokens must be >= 0, got {max_new_tokens}.")
         if num_samples < 1:
@@ -214,13 +240,17 @@ class LMRun:
             prompt_text = tokenizer.decode(prompt, skip_special_tokens=False) if tokenizer is not None else ""
         self.prompt, self.prompt_text = prompt, prompt_text
         self.B, P = num_samples, len(prompt)
+        self.extend = context == "extend"
+        if self.extend:  # every position is kept: bound them before the buffers and the cache exist
+            check_count(P + max_new_tokens, "max_extend_tokens", None, "Prompt + new tokens in 'extend' mode",
+                        hint="generate fewer tokens, shorten the prompt, or use the 'window' mode.")
         self.started = time.perf_counter()
         with torch.inference_mode():
             self.ids = torch.empty(self.B, P + max_new_tokens, dtype=torch.long, device=device)  # [B, P+N]
             self.ids[:, :P] = torch.tensor(prompt, dtype=torch.long, device=device)
             gen = make_generator(self.seed, device)
             self.sampler = _Sampler(cfg, self.B, vocab, device, gen, n_alternatives, self.ids[:, :P])
-        self.start = max(0, P - self.block)  # window start
+        self.start = 0 if self.extend else max(0, P - self.block)  # window start
         self.n = P  # tokens known (prompt + generated)
         self.step_index = 0
         self.detok = [Detokenizer(tokenizer, prompt) if (decode_text and tokenizer is not None) else None
@@ -245,11 +275,21 @@ class LMRun:
     def advance(self) -> tuple[bool, Tensor]:
         """What to feed for the next token: (True, window ids [B, W]) when the cache must be
         rebuilt from a new window (or there is no cache), else (False, last token [B, 1])."""
-        new_start = next_window_start(self.start, self.n, self.block)
+        new_start = self.start if self.extend else next_window_start(self.start, self.n, self.block)
         if not self.use_cache or new_start != self.start:
             self.start = new_start
             return True, self.ids[:, self.start : self.n]
         return False, self.ids[:, self.n - 1 : self.n]
+
+    def new_cache(self, model: nn.Module) -> Any:
+        """The cache this run decodes alone with: as long as the whole run in 'extend' mode (else
+        block_size), windowed (last attn_window positions per layer) for a sliding-window model."""
+        return model.new_cache(self.ids.shape[1] if self.extend else None, windowed=True)
+
+    def recompute(self, model: nn.Module, ids: Tensor) -> Tensor:
+        """Logits [B,V] of the next token after ids [B,T] with no cache (past block_size in 'extend')."""
+        forward = model.forward_beyond if self.extend else model
+        return forward(ids, last_only=True)[:, -1]
 
     def step(self, logits: Tensor) -> list[StepEvent]:
         """Sample the next token of every sample from logits [B, V]; the new StepEvents (one
@@ -311,7 +351,8 @@ class LMRun:
             for b in range(self.B)
         ]
         return Done(samples, self.seed, self.produced, elapsed,
-                    {"use_cache": self.use_cache, "block_size": self.block, **info})
+                    {"use_cache": self.use_cache, "block_size": self.block,
+                     "context": "extend" if self.extend else "window", **info})
 
 
 def stream_lm(
@@ -324,7 +365,7 @@ def stream_lm(
 
     Keyword arguments are those of `LMRun`: max_new_tokens (200), sampling, seed,
     num_samples (1), stop, stop_ids, use_cache (True), n_alternatives (5), block_size,
-    prompt_text, decode_text (True).
+    prompt_text, decode_text (True), context ("window" or "extend").
 
     `num_samples` samples are drawn at once (one batch). A sample stops at a stop string (its
     text is cut before it), a token of `stop_ids`, or after `max_new_tokens`. The same `seed`
@@ -335,10 +376,11 @@ def stream_lm(
 
 def run_alone(model: nn.Module, run: LMRun) -> Iterator[StepEvent | Done]:
     """Drive one run with its own forward passes (and its own cache): its events, then Done."""
-    cache = model.new_cache() if run.use_cache else None
+    cache = run.new_cache(model) if run.use_cache else None
     if run.max_new_tokens:
         with torch.inference_mode():
-            logits = model(run.first_window(), cache=cache, last_only=True)[:, -1]  # [B,V]
+            first = run.first_window()
+            logits = run.recompute(model, first) if cache is None else model(first, cache=cache, last_only=True)[:, -1]  # [B,V]
     while not run.finished:
         yield from run.step(logits)
         if run.finished:
@@ -346,7 +388,7 @@ def run_alone(model: nn.Module, run: LMRun) -> Iterator[StepEvent | Done]:
         with torch.inference_mode():
             rebuild, x = run.advance()
             if cache is None:
-                logits = model(x, last_only=True)[:, -1]
+                logits = run.recompute(model, x)
             elif rebuild:
                 cache.crop(0)
                 logits = model(x, cache=cache, last_only=True)[:, -1]

@@ -46,7 +46,7 @@ __all__ = [
     "logits_override", "override_attention", "permute_override", "record_attention",
     "rows_override", "uniform_override", "attend", "SCORES", "AdditiveScore", "DotScore", "GeneralScore",
     "ScaledDotScore", "UniformScore", "make_score", "masked_softmax", "scored_attend", "ScoredAttention",
-    "MultiHeadAttention", "LayerKV", "KVCache", "causal_mask",
+    "MultiHeadAttention", "LayerKV", "KVCache", "WindowedKVCache", "causal_mask",
 ]
 
 
@@ -259,6 +259,10 @@ class KVCache:
         """Forget everything after the first ``length`` positions."""
         self.length = min(self.length, length)
 
+    def nbytes(self) -> int:
+        """Bytes its key/value buffers take now (a windowed cache: W positions per layer)."""
+        return sum(t.numel() * t.element_size() for layer in self.layers for t in (layer.k, layer.v) if t is not None)
+
     def reorder(self, index: Tensor) -> None:
         """Reorder the batch (beam search): row b becomes old row index[b]."""
         for layer in self.layers:
@@ -267,11 +271,78 @@ class KVCache:
                 layer.v = layer.v.index_select(0, index)  # type: ignore[union-attr]
 
 
-def causal_mask(T: int, K: int, offset: int, device: torch.device, window: int = 0) -> Tensor:
+class WindowedKVCache(KVCache):
+    """A KV cache for sliding-window attention that keeps only the last ``window`` positions of
+    each layer: a ring buffer [B,H,W,hd] where position p lives in slot p % W, so its memory is W
+    positions however long the sequence grows (``max_length`` only bounds the positions).
+
+    One new token (decoding) is written into its slot in place and attends to the whole ring,
+    whose slots are not in position order: :meth:`key_positions` says which position each key
+    holds (the causal band mask and ALiBi's distances need it; RoPE keys carry their rotation).
+    Several new tokens (a prompt) attend to the kept keys in order followed by their own, and
+    the last W of those are written back into the ring.
+    """
+
+    def __init__(self, n_layers: int, window: int, max_length: int) -> None:
+        if window < 1:
+            raise ValueError(f"a windowed KV cache needs a window of at least 1 position, got {window}")
+        super().__init__(n_layers, max_length)
+        self.window = window
+
+    def append(self, i: int, k: Tensor, v: Tensor, offset: int) -> tuple[Tensor, Tensor]:
+        """Write k, v [B,H,T,hd] of layer i at positions offset..offset+T-1 into the ring; return
+        the keys/values those queries can see ([B,H,K,hd], K <= W - 1 + T; see key_positions)."""
+        layer = self.layers[i]
+        B, H, T, hd = k.shape
+        end, W = offset + T, self.window
+        if end > self.max_length:
+            raise ValueError(f"KV cache allows {self.max_length} positions; {end} requested (start a new cache)")
+        fits = layer.k is not None and layer.k.shape[0] == B and layer.k.dtype == k.dtype and layer.k.device == k.device
+        if not fits:
+            if offset:
+                raise ValueError("KV cache was filled with another batch size, dtype or device; start a new cache")
+            layer.k = k.new_empty(B, H, W, hd)
+            layer.v = v.new_empty(B, H, W, hd)
+        ring_k, ring_v = layer.k, layer.v
+        assert ring_k is not None and ring_v is not None
+        if T == 1:  # decoding: one slot overwritten in place, the ring is the key set
+            ring_k[:, :, offset % W] = k[:, :, 0]
+            ring_v[:, :, offset % W] = v[:, :, 0]
+            n = min(end, W)
+            return ring_k[:, :, :n], ring_v[:, :, :n]
+        lo = max(0, offset - (W - 1))  # the oldest position the first new query can see
+        kept = torch.arange(lo, offset, device=k.device) % W  # [offset-lo] slots in position order
+        keys = torch.cat([ring_k[:, :, kept], k], dim=2)  # [B,H,end-lo,hd]
+        values = torch.cat([ring_v[:, :, kept], v], dim=2)
+        last = torch.arange(max(lo, end - W), end, device=k.device)  # [<= W] positions to keep
+        ring_k[:, :, last % W] = keys[:, :, last - lo]
+        ring_v[:, :, last % W] = values[:, :, last - lo]
+        return keys, values
+
+    def key_positions(self, offset: int, T: int, device: torch.device) -> Tensor:
+        """Absolute position [K] of each key :meth:`append` returned for T new tokens at ``offset``."""
+        end, W = offset + T, self.window
+        if T > 1:
+            return torch.arange(max(0, offset - (W - 1)), end, device=device)
+        slots = torch.arange(min(end, W), device=device)  # [K]
+        if end <= W:
+            return slots  # not wrapped yet: slot s holds position s
+        return end - W + (slots - (end - W)) % W  # slot s holds the one position p in [end-W, end) with p % W == s
+
+    def crop(self, length: int) -> None:
+        """Forget everything (length 0); a ring cannot keep a prefix it may have overwritten."""
+        if 0 < length < self.length:
+            raise ValueError("a windowed KV cache can only be emptied (crop(0)), not cut to a prefix")
+        self.length = min(self.length, length)
+
+
+def causal_mask(T: int, K: int, offset: int, device: torch.device, window: int = 0,
+                key_pos: Tensor | None = None) -> Tensor:
     """Bool [T,K]: query i (absolute position offset + i) may attend to keys 0 .. offset + i;
-    with ``window`` W > 0 only to the last W of them (itself and the W - 1 before: sliding window)."""
+    with ``window`` W > 0 only to the last W of them (itself and the W - 1 before: sliding window).
+    ``key_pos`` [K]: the position each key holds (a windowed cache's ring), else key j is position j."""
     q_pos = torch.arange(offset, offset + T, device=device)[:, None]  # [T,1]
-    k_pos = torch.arange(K, device=device)[None, :]  # [1,K]
+    k_pos = torch.arange(K, device=device)[None, :] if key_pos is None else key_pos[None, :]  # [1,K]
     mask = k_pos <= q_pos  # [T,K]
     return mask & (k_pos > q_pos - window) if window else mask
 
@@ -346,11 +417,12 @@ class MultiHeadAttention(NamedAttention):
         q, k, v = self._project(x, context, cache, layer)  # q [B,H,T,hd]; k, v [B,Hkv,T or S,hd]
         q, k = self._positions(q, k, offset)  # RoPE rotates q and k by their positions
         k, v = self._cached(k, v, cache, layer, offset)  # all keys/values so far [B,Hkv,K,hd]
+        key_pos = self._key_positions(cache, offset, q)  # [K] when a windowed ring holds them, else None
         k, v = self._grouped(k), self._grouped(v)  # [B,H,K,hd]: each query head's key/value head
         if self.uniform:
             q = torch.zeros_like(q)  # all scores 0 -> softmax uniform over the allowed keys
         explicit, hooked, is_causal = self._kernel(q, k, key_mask, need_weights)  # device tuning, one place
-        mask, bias = self._mask(q, k, key_mask, offset, causal=self.causal and not is_causal)
+        mask, bias = self._mask(q, k, key_mask, offset, causal=self.causal and not is_causal, key_pos=key_pos)
         y, weights = self._attend(q, k, v, mask, bias, offset, explicit, hooked, is_causal)  # [B,H,T,hd]
         return self._merge_heads(y), weights  # [B,T,D]
 
@@ -407,6 +479,13 @@ class MultiHeadAttention(NamedAttention):
             return k, v
         return cache.append(layer, k, v, offset)
 
+    def _key_positions(self, cache: KVCache | None, offset: int, q: Tensor) -> Tensor | None:
+        """Positions [K] of the keys a windowed cache returned (its ring is not in position
+        order); None when key j is position j (no cache, a full cache, cross-attention)."""
+        if isinstance(cache, WindowedKVCache) and not self.cross:
+            return cache.key_positions(offset, q.shape[2], q.device)
+        return None
+
     def _grouped(self, t: Tensor) -> Tensor:
         """Grouped-query attention: key/value heads [B,Hkv,K,hd] repeated for their query heads
         -> [B,H,K,hd] (query head h reads head h // group); as is when Hkv == H."""
@@ -416,20 +495,22 @@ class MultiHeadAttention(NamedAttention):
     # 4. mask ----------------------------------------------------------------------------
 
     def _mask(self, q: Tensor, k: Tensor, key_mask: Tensor | None, offset: int,
-              causal: bool) -> tuple[Tensor | None, Tensor | None]:
+              causal: bool, key_pos: Tensor | None = None) -> tuple[Tensor | None, Tensor | None]:
         """Who may attend to whom: (mask bool [T,K] or [B,1,T|1,K], True = may, or None: every
         key; ALiBi's additive bias [H,T,K] or None). ``causal=False`` when the kernel applies
-        causality itself (SDPA's is_causal)."""
+        causality itself (SDPA's is_causal). ``key_pos`` [K]: each key's position (else j)."""
         T, K = q.shape[2], k.shape[2]
         windowed = causal and self.window and offset + T > self.window  # some key falls outside
-        mask = causal_mask(T, K, offset, q.device, self.window) if causal and (T > 1 or windowed) else None  # [T,K]
+        mask = (causal_mask(T, K, offset, q.device, self.window, key_pos)
+                if causal and (T > 1 or windowed) else None)  # [T,K]
         if key_mask is not None:
             km = key_mask[:, None, None, :]  # [B,1,1,K]
             mask = km if mask is None else mask & km  # [B,1,T,K]
         bias = None
         if self.alibi:
+            k_pos = torch.arange(K, device=q.device) if key_pos is None else key_pos  # [K]
             bias = alibi_bias(self.alibi_slopes, torch.arange(offset, offset + T, device=q.device),
-                              torch.arange(K, device=q.device), self.causal).to(q.dtype)  # [H,T,K]
+                              k_pos, self.causal).to(q.dtype)  # [H,T,K]
         return mask, bias
 
     # 5. attend --------------------------------------------------------------------------

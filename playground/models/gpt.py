@@ -9,7 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from playground.errors import ConfigError, PlaygroundError
-from playground.models.attention import KVCache, assign_attention_names
+from playground.models.attention import KVCache, WindowedKVCache, assign_attention_names
 from playground.models.base import ModelBase, ModelConfig, init_transformer_weights
 from playground.models.dropout import Dropout
 from playground.models.layers import (
@@ -140,20 +140,30 @@ class GPT(ModelBase):
         losses = [loss for loss in losses if loss is not None]
         return self.config.moe_aux_weight * torch.stack(losses).sum() if losses and self.training else None
 
-    def new_cache(self) -> KVCache:
-        """An empty KV cache for incremental decoding (up to block_size positions)."""
-        return KVCache(self.config.n_layer, self.config.block_size)
+    def new_cache(self, length: int | None = None, windowed: bool = False) -> KVCache:
+        """An empty KV cache for incremental decoding of up to ``length`` positions (block_size
+        when None; more only when positions extrapolate). ``windowed`` with a sliding window
+        (attn_window W < length): a ring that keeps each layer's last W positions only."""
+        c = self.config
+        length = c.block_size if length is None else int(length)
+        if length > c.block_size:
+            self._check_beyond(length)
+        if windowed and c.attn_window and c.attn_window < length:
+            return WindowedKVCache(c.n_layer, c.attn_window, length)
+        return KVCache(c.n_layer, length)
 
     def forward(self, idx: Tensor, cache: KVCache | None = None, last_only: bool = False) -> Tensor:
         """idx [B,T] -> logits [B,T,V] ([B,1,V] with last_only).
 
-        With a cache, positions continue from ``cache.length`` and the cache is extended in place.
+        With a cache, positions continue from ``cache.length`` and the cache is extended in place;
+        they may go past block_size when the cache was made longer (``new_cache(length)``).
         """
         T = idx.shape[1]
         offset = cache.length if cache is not None else 0
-        if offset + T > self.config.block_size:
+        limit = cache.max_length if cache is not None else self.config.block_size
+        if offset + T > limit:
             raise PlaygroundError(
-                f"{offset + T} tokens do not fit the model's context of {self.config.block_size}; "
+                f"{offset + T} tokens do not fit the model's context of {limit}; "
                 "crop the prompt or start a new cache."
             )
         return self._logits(idx, cache, offset, last_only)
@@ -163,18 +173,21 @@ class GPT(ModelBase):
         """Whether positions past block_size can be computed (all encodings but a learned table)."""
         return self.config.pos_encoding != "learned"
 
-    def forward_beyond(self, idx: Tensor) -> Tensor:
-        """idx [B,T] -> logits [B,T,V] for any T, also past block_size (no cache): the sinusoidal
-        table and RoPE's angles are computed for the longer length, ALiBi's distances and no
-        positions need nothing. Learned positions raise: no vector was trained past block_size.
-        Within block_size it equals :meth:`forward`."""
-        T = idx.shape[1]
-        if T > self.config.block_size and not self.extrapolates:
+    def _check_beyond(self, length: int) -> None:
+        """PlaygroundError when ``length`` positions need vectors a learned table does not have."""
+        if length > self.config.block_size and not self.extrapolates:
             raise PlaygroundError(
                 f"This model's learned positions stop at block_size = {self.config.block_size}: "
-                f"positions {self.config.block_size} .. {T - 1} were never trained, so there is no vector "
+                f"positions {self.config.block_size} .. {length - 1} were never trained, so there is no vector "
                 "to look up. Only sinusoidal, RoPE, ALiBi or no positions can be evaluated past it.")
-        return self._logits(idx, None, 0, False)
+
+    def forward_beyond(self, idx: Tensor, last_only: bool = False) -> Tensor:
+        """idx [B,T] -> logits [B,T,V] ([B,1,V] with last_only) for any T, also past block_size
+        (no cache): the sinusoidal table and RoPE's angles are computed for the longer length,
+        ALiBi's distances and no positions need nothing. Learned positions raise: no vector was
+        trained past block_size. Within block_size it equals :meth:`forward`."""
+        self._check_beyond(idx.shape[1])
+        return self._logits(idx, None, 0, last_only)
 
     def _tokens(self, idx: Tensor) -> Tensor:
         """Token embeddings [B,T,D] (times sqrt(d_model) with scale_embeddings)."""
