@@ -23,6 +23,9 @@ from torch import Tensor, nn
 from playground.analysis.query import Query
 
 NOISE_ULPS = 1024  # a difference within this many machine epsilons of the output counts as noise
+# methods whose values scale with 1 − p when the output saturates (gradients of log p, output changes)
+OUTPUT_SENSITIVE = frozenset({"saliency", "ixg", "jw_grad", "ig", "loo", "loo_delete", "deeplift", "relevancy"})
+LOO_METHODS = frozenset({"loo", "loo_delete"})
 
 
 def model_dtype(model: nn.Module) -> torch.dtype:
@@ -87,6 +90,22 @@ def loo_at_noise(changes: np.ndarray | Tensor, dtype: torch.dtype) -> bool:
     """Whether every leave-one-out output change (TVD, ≤ 1) is within NOISE_ULPS ulps of 1."""
     values = np.abs(np.asarray(changes.detach().cpu() if isinstance(changes, Tensor) else changes, dtype=np.float64))
     return bool(values.size) and float(values.max()) <= NOISE_ULPS * float(torch.finfo(dtype).eps)
+
+
+def noisy_methods(methods: Sequence[str], saturated: bool, loo_noise: dict[str, bool]) -> set[str]:
+    """The methods among ``methods`` whose values sit at rounding noise for one example: every
+    gradient / output-change method when the output is saturated, a leave-one-out method whose
+    changes are all within noise (``loo_noise``: method -> :func:`loo_at_noise`)."""
+    return {m for m in methods if (saturated and m in OUTPUT_SENSITIVE) or loo_noise.get(m, False)}
+
+
+def pair_note(a: str, b: str, noisy: set[str], dtype: str) -> str:
+    """The flag shown beside a pair's agreement: '' or which side is at noise and the remedy."""
+    bad = [m for m in (a, b) if m in noisy]
+    if not bad:
+        return ""
+    hint = "even float64 is at its limit" if dtype == "float64" else "rerun in float64"
+    return f"{' and '.join(bad)} at {dtype} noise: {hint}"
 
 
 def _module_path(model: nn.Module, module: nn.Module) -> str:

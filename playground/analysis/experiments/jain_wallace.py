@@ -41,6 +41,7 @@ from playground.analysis.experiments.core import (
 from playground.analysis.explain import attention as am
 from playground.analysis.explain import attributions as at
 from playground.analysis.explain.agreement import kendall_tau, spearman_rho
+from playground.analysis.numerics import LOO_METHODS, loo_at_noise, model_dtype, noisy_methods, pair_note, saturation
 from playground.analysis.query import Query
 from playground.errors import PlaygroundError
 
@@ -71,7 +72,12 @@ def jw_reference_frame() -> pd.DataFrame:
 
 @dataclass
 class AgreementRow:
-    """Kendall τ-b of two importance vectors on one example (real units only)."""
+    """Kendall τ-b of two importance vectors on one example (real units only).
+
+    ``one_minus_p``: how far the example's explained output is from certainty; ``at_noise``: a
+    side of the pair ranks values at floating-point noise (saturated output, or every
+    leave-one-out change within noise), and ``precision`` says which and the remedy (float64).
+    """
 
     example: int
     method_a: str
@@ -79,6 +85,9 @@ class AgreementRow:
     n_units: int
     tau: float
     p_value: float
+    one_minus_p: float = math.nan
+    at_noise: bool = False
+    precision: str = ""
 
 
 ImportanceFn = Callable[[Query], dict[str, np.ndarray]]
@@ -171,7 +180,8 @@ class AgreementResult(ExperimentResult):
             sig = [r.p_value <= 0.05 for r in rows if math.isfinite(r.p_value)]
             out.append({"method_a": a, "method_b": b, "n": s["n"], "mean_tau": s["mean"], "std_tau": s["std"],
                         "median_tau": s["median"], "share_p05": float(np.mean(sig)) if sig else math.nan,
-                        "reference_pair": a in REFERENCE_METHODS and b in REFERENCE_METHODS})
+                        "reference_pair": a in REFERENCE_METHODS and b in REFERENCE_METHODS,
+                        "n_at_noise": sum(bool(getattr(r, "at_noise", False)) for r in rows)})
         return out
 
     def stats(self) -> dict[str, Any]:
@@ -212,11 +222,16 @@ def iter_agreement(
     def work(i: int, q: Query) -> list[AgreementRow]:
         imp = fn(q)
         keep = real_unit_mask(q)
+        sat = saturation(q)
+        dtype = model_dtype(q.model)
+        loo_noise = {m: loo_at_noise(imp[m][keep], dtype) for m in methods if m in LOO_METHODS}
+        noisy = noisy_methods(methods, bool(sat.saturated[0]), loo_noise)
         rows = []
         for a, b in pairs:
             va, vb = np.abs(imp[a][keep]), np.abs(imp[b][keep])
             tau, p = kendall_tau(va, vb)
-            rows.append(AgreementRow(i, a, b, int(keep.sum()), tau, p))
+            note = pair_note(a, b, noisy, sat.dtype)
+            rows.append(AgreementRow(i, a, b, int(keep.sum()), tau, p, float(sat.complement[0]), bool(note), note))
         return rows
 
     return (yield from loop_examples("agreement", queries, result, work, stop))

@@ -25,7 +25,15 @@ from playground.analysis.explain.agreement import agreement_table
 from playground.analysis.explain.pointing import alignment_accuracy, pointing_game
 from playground.analysis.explain.propagation import FLOW_MAX_TOKENS
 from playground.analysis.inputs import Prepared, data_samples
-from playground.analysis.numerics import NOISE_ULPS, loo_at_noise, model_dtype, query_in_float64, saturation
+from playground.analysis.numerics import (
+    NOISE_ULPS,
+    loo_at_noise,
+    model_dtype,
+    noisy_methods,
+    pair_note,
+    query_in_float64,
+    saturation,
+)
 from playground.bundle import Bundle
 from playground.errors import PlaygroundError
 from playground.families import get_family
@@ -295,6 +303,7 @@ def analyze_prepared(prepared: Prepared, options: AnalysisOptions | None = None,
                            timings=timings, notes=notes, numerics=numerics_check(q, values))
     if result.numerics["warning"]:
         notes.append(result.numerics["warning"])
+    result.agreement = flag_noisy_pairs(table, result.numerics, prepared.selected)
     if prepared.mask is not None:  # an image with its object's mask (vit-shapes)
         result.pointing = pointing_table(result)
     if prepared.gold_alignment:  # a validation pair whose output matches the reference
@@ -314,6 +323,16 @@ def numerics_check(q: Any, values: dict[str, torch.Tensor]) -> dict[str, Any]:
         warning = (f"numerical precision: every leave-one-out change is within {NOISE_ULPS} × machine epsilon of "
                    f"{sat.dtype}; their ranking can be rounding noise. Rerun in float64 to check.")
     return {**sat.to_dict(), "loo_at_noise": loo_noise, "warning": warning}
+
+
+def flag_noisy_pairs(table: pd.DataFrame, numerics: dict[str, Any], row: int) -> pd.DataFrame:
+    """The agreement table with a ``precision`` column: beside each pair, '' or which method ranks
+    values at floating-point noise for the shown row, and the remedy (float64)."""
+    saturated = bool(numerics["saturated"][row]) if numerics.get("saturated") else False
+    methods = list(dict.fromkeys([*table["method_a"], *table["method_b"]]))
+    noisy = noisy_methods(methods, saturated, numerics.get("loo_at_noise", {}))
+    notes = [pair_note(a, b, noisy, numerics["dtype"]) for a, b in zip(table["method_a"], table["method_b"])]
+    return table.assign(precision=pd.Series(notes, index=table.index, dtype=object))
 
 
 def pointing_table(result: InputAnalysis) -> pd.DataFrame:
