@@ -8,10 +8,17 @@ direction so its states h_j have the decoder's size. Decoder step i (Bahdanau or
   logits_i = W_out tanh(W_comb [s_i; c_i; E y_{i-1}])
 With attention "none" c_i is the encoder's final state for every i: the decoder sees only
 that fixed-size summary (the bottleneck baseline); its alignment is reported as zeros.
+
+Options of the attention (local_attention.py): ``local`` = "monotonic" / "predictive" limits
+alpha_i to Luong's window of 2 local_d + 1 source positions (the query is s_{i-1}, this
+decoder's attention query, where Luong's decoder uses its current state); ``coverage`` feeds
+c_i = sum_{i' < i} alpha_{i'} into the score and ``forward(..., return_coverage=True)`` also
+returns See et al.'s per-step loss sum_j min(alpha_ij, c_ij).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -21,9 +28,19 @@ from torch.func import functional_call
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from playground.errors import ConfigError
-from playground.models.attention import SCORES, ScoredAttention, assign_attention_names, make_score
+from playground.models.attention import (
+    SCORES,
+    ScoredAttention,
+    assign_attention_names,
+    make_score,
+)
 from playground.models.base import ModelBase, ModelConfig, lookup
 from playground.models.dropout import Dropout
+from playground.models.local_attention import (
+    LOCAL_KINDS,
+    LocalCoverageAttention,
+    coverage_step_loss,
+)
 
 Hidden = Tensor | tuple[Tensor, Tensor]  # GRU: h [L,B,H]; LSTM: (h, c)
 
@@ -95,6 +112,7 @@ class LSTM(_LayerDropoutRNN, nn.LSTM):
 RNN_CELLS: dict[str, type[nn.RNNBase]] = {"gru": GRU, "lstm": LSTM}
 CELLS = tuple(RNN_CELLS)
 RNN_ATTENTIONS = ("none",) + SCORES
+MAX_LOCAL_D = 256  # window half-width cap: wider than any source the presets read
 
 
 @dataclass
@@ -113,6 +131,10 @@ class RNNSeq2SeqConfig(ModelConfig):
     bidirectional: bool = True  # encoder only
     attn_dim: int = 0  # additive attention size; 0 = hidden
     dropout: float = 0.0  # on embeddings, between RNN layers and before the output layer
+    local: Literal["none", "monotonic", "predictive"] = "none"  # Luong local-m / local-p window
+    local_d: int = 0  # window half-width D (2D+1 positions); needed when local is not "none"
+    coverage: bool = False  # See et al.: the sum of past attention fed into the score
+    coverage_weight: float = 1.0  # lambda of the coverage loss sum_j min(alpha_j, c_j)
 
     def __post_init__(self) -> None:
         self._check_positive("vocab_size", "emb_dim", "hidden", "n_layers")
@@ -126,6 +148,23 @@ class RNNSeq2SeqConfig(ModelConfig):
         for f in ("pad_id", "bos_id", "eos_id"):
             if not 0 <= getattr(self, f) < self.vocab_size:
                 raise ConfigError(f"RNNSeq2SeqConfig.{f} = {getattr(self, f)} is outside the vocabulary of {self.vocab_size}.")
+        self._check_attention_options()
+
+    def _check_attention_options(self) -> None:
+        """local / local_d / coverage / coverage_weight: each needs attention and sane values."""
+        self._check_choice("local", LOCAL_KINDS)
+        if self.attention == "none" and (self.local != "none" or self.coverage):
+            raise ConfigError("model.local and model.coverage shape the decoder's attention, and model.attention is "
+                              "\"none\"; pick a score (e.g. model.attention = \"general\") or turn them off.")
+        if self.local != "none" and not 1 <= self.local_d <= MAX_LOCAL_D:
+            raise ConfigError(f"model.local = {self.local!r} needs a window half-width model.local_d from 1 to "
+                              f"{MAX_LOCAL_D} (the window spans 2D+1 source tokens), got {self.local_d}.")
+        if self.local == "none" and self.local_d:
+            raise ConfigError(f"model.local_d = {self.local_d} sets a window, but model.local is \"none\"; set "
+                              "model.local to \"monotonic\" or \"predictive\", or local_d to 0.")
+        w = self.coverage_weight
+        if not (isinstance(w, (int, float)) and math.isfinite(w) and 0 <= w <= 100):
+            raise ConfigError(f"model.coverage_weight must be a number from 0 to 100, got {w!r}.")
 
 
 @dataclass
@@ -138,13 +177,19 @@ class RNNDecodeState:
     summary: Tensor  # encoder final state, the fixed context without attention [B,H]
     hidden: Hidden  # decoder state [L,B,H] (LSTM: (h, c))
     step: int = 0
+    coverage: Tensor | None = None  # sum of past attention [B,S] (config.coverage only)
+    last_coverage_loss: Tensor | None = None  # sum_j min(alpha_j, c_j) of the last step [B]
 
     def reorder(self, index: Tensor) -> None:
         """Reorder the batch (beam search): row b becomes old row index[b]."""
-        pick = lambda t: t.index_select(0, index)  # noqa: E731
+        pick = lambda t: t.index_select(0, index)
         self.values, self.src_mask, self.summary = pick(self.values), pick(self.src_mask), pick(self.summary)
         if self.keys is not None:
             self.keys = pick(self.keys)
+        if self.coverage is not None:
+            self.coverage = pick(self.coverage)
+        if self.last_coverage_loss is not None:
+            self.last_coverage_loss = pick(self.last_coverage_loss)
         if isinstance(self.hidden, tuple):
             self.hidden = tuple(h.index_select(1, index) for h in self.hidden)  # type: ignore[assignment]
         else:
@@ -155,7 +200,10 @@ def make_attention(c: RNNSeq2SeqConfig) -> ScoredAttention | None:
     """The decoder's attention over the encoder states, or None (attention = "none")."""
     if c.attention not in SCORES:
         return None
-    return ScoredAttention(make_score(c.attention, c.hidden, c.hidden, c.attn_dim or c.hidden))
+    score = make_score(c.attention, c.hidden, c.hidden, c.attn_dim or c.hidden)
+    if c.local == "none" and not c.coverage:
+        return ScoredAttention(score)
+    return LocalCoverageAttention(score, c.hidden, c.attn_dim or c.hidden, c.local, c.local_d, c.coverage)
 
 
 class _Decoder(nn.Module):
@@ -209,7 +257,8 @@ class RNNSeq2Seq(ModelBase):
         top = hidden[0][-1] if isinstance(hidden, tuple) else hidden[-1]  # [B,H]
         att = self.decoder.attention
         keys = att.prepare(values) if att is not None else None
-        return RNNDecodeState(values, keys, src_mask, top, hidden)
+        coverage = values.new_zeros(src_mask.shape) if self.config.coverage else None  # [B,S]
+        return RNNDecodeState(values, keys, src_mask, top, hidden, coverage=coverage)
 
     def step(self, state: RNNDecodeState, y_prev: Tensor) -> tuple[Tensor, Tensor, RNNDecodeState]:
         """One decoding step: y_prev [B] -> (logits [B,V], alpha [B,S], state); state is updated in place."""
@@ -219,19 +268,34 @@ class RNNSeq2Seq(ModelBase):
             context, alpha = state.summary, state.values.new_zeros(state.src_mask.shape)
         else:
             s_prev = state.hidden[0][-1] if isinstance(state.hidden, tuple) else state.hidden[-1]  # [B,H]
-            context, alpha = att(s_prev, state.keys, state.values, state.src_mask, state.step)  # [B,H], [B,S]
+            if state.coverage is None:
+                context, alpha = att(s_prev, state.keys, state.values, state.src_mask, state.step)  # [B,H], [B,S]
+            else:
+                context, alpha = att(s_prev, state.keys, state.values, state.src_mask, state.step, state.coverage)
+                state.last_coverage_loss = coverage_step_loss(alpha, state.coverage)  # [B]
+                state.coverage = state.coverage + alpha  # [B,S]
         out, state.hidden = self.decoder.rnn(torch.cat([e, context], -1)[:, None], state.hidden)
         o = torch.tanh(self.decoder.combine(torch.cat([out[:, 0], context, e], -1)))  # [B,H]
         state.step += 1
         return self.lm_head(self.drop(o)), alpha, state
 
-    def forward(self, src: Tensor, tgt_in: Tensor, return_alignment: bool = False) -> Tensor | tuple[Tensor, Tensor]:
-        """src [B,S], tgt_in [B,T] -> logits [B,T,V] (and alpha [B,T,S] for every target step if asked)."""
+    def forward(self, src: Tensor, tgt_in: Tensor, return_alignment: bool = False,
+                return_coverage: bool = False) -> Tensor | tuple[Tensor, ...]:
+        """src [B,S], tgt_in [B,T] -> logits [B,T,V], then alpha [B,T,S] for every target step if
+        ``return_alignment``, then the coverage loss per step [B,T] if ``return_coverage`` (zeros
+        when config.coverage is off)."""
         state = self.start(src)
-        logits, alphas = [], []
+        logits, alphas, cov_losses = [], [], []
         for t in range(tgt_in.shape[1]):
             step_logits, alpha, state = self.step(state, tgt_in[:, t])
             logits.append(step_logits)
             alphas.append(alpha)
-        out = torch.stack(logits, 1)  # [B,T,V]
-        return (out, torch.stack(alphas, 1)) if return_alignment else out  # type: ignore[return-value]
+            if return_coverage:
+                cov_losses.append(state.last_coverage_loss if state.last_coverage_loss is not None
+                                  else alpha.new_zeros(alpha.shape[0]))
+        out: list[Tensor] = [torch.stack(logits, 1)]  # [B,T,V]
+        if return_alignment:
+            out.append(torch.stack(alphas, 1))  # [B,T,S]
+        if return_coverage:
+            out.append(torch.stack(cov_losses, 1))  # [B,T]
+        return out[0] if len(out) == 1 else tuple(out)

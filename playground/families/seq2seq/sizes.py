@@ -51,6 +51,15 @@ def _score(kind: str, query_dim: int, key_dim: int, attn_dim: int) -> int:
     return 0  # dot, scaled_dot, uniform, none
 
 
+def _attention_options(c: RNNSeq2SeqConfig, attn_dim: int) -> int:
+    """Local-p's position predictor (W_p [A,H], v_p [A]) and the coverage weight (a vector of
+    the attention size inside the additive score, a scalar for dot/general, none for uniform)."""
+    total = c.hidden * attn_dim + attn_dim if c.local == "predictive" else 0
+    if c.coverage and c.attention != "uniform":
+        total += attn_dim if c.attention == "additive" else 1
+    return total
+
+
 class RNNSeq2SeqSizes(ModelSizes):
     """Two embeddings, encoder and decoder RNNs, the score, the combine layer and the output layer."""
 
@@ -64,7 +73,20 @@ class RNNSeq2SeqSizes(ModelSizes):
                 + _rnn(c.cell, c.emb_dim, hidden // directions, c.n_layers, directions)
                 + _rnn(c.cell, c.emb_dim + hidden, hidden, c.n_layers, 1)
                 + _score(c.attention, hidden, hidden, c.attn_dim or hidden)
+                + _attention_options(c, c.attn_dim or hidden)
                 + linear(2 * hidden + c.emb_dim, hidden, True) + linear(hidden, c.vocab_size, True))
+
+    def notes(self, config: RNNSeq2SeqConfig) -> list[str]:
+        """What the local window and coverage change in the decoder's attention."""
+        c = config
+        out = []
+        if c.local != "none":
+            centre = "the output step" if c.local == "monotonic" else "a position the decoder predicts"
+            out.append(f"Each output step attends to at most {2 * c.local_d + 1} source tokens, centred on {centre}.")
+        if c.coverage:
+            out.append(f"Coverage: past attention per source token feeds the score; loss + {c.coverage_weight:g} x "
+                       "sum min(attention, coverage).")
+        return out
 
     def sequence_length(self, config: RNNSeq2SeqConfig, seq_len: int | None = None) -> int:
         return seq_len or DEFAULT_SEQ_LEN

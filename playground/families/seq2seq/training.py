@@ -15,7 +15,14 @@ from playground.data.splits import split_indices
 from playground.errors import DataError
 from playground.generation.seq2seq import greedy_decode
 from playground.tokenization.simple import special_ids
-from playground.training.adapters import FamilyAdapter, Prepared, Preview, plain_model, resolve_tokenizer, to_device
+from playground.training.adapters import (
+    FamilyAdapter,
+    Prepared,
+    Preview,
+    plain_model,
+    resolve_tokenizer,
+    to_device,
+)
 from playground.training.config import TrainConfig, build_model_config
 from playground.training.data import (
     PairData,
@@ -25,6 +32,11 @@ from playground.training.data import (
 )
 from playground.training.device import DeviceCaps
 from playground.workspace import Workspace
+
+
+def masked_mean(values: Tensor, mask: Tensor) -> Tensor:
+    """Mean of ``values`` [B,T] over the positions where ``mask`` [B,T] is True (0 when none)."""
+    return (values * mask).sum() / mask.sum().clamp_min(1)
 
 
 class Seq2SeqAdapter(FamilyAdapter):
@@ -85,10 +97,19 @@ class Seq2SeqAdapter(FamilyAdapter):
         return int((batch["tgt_out"] != prep.payload.pad_id).sum())
 
     def loss(self, model: nn.Module, batch: dict[str, Tensor], label_smoothing: float = 0.0) -> Tensor:
-        logits = model(batch["src"], batch["tgt_in"])  # [B,T,V]
-        pad = getattr(plain_model(model).config, "pad_id", 0)
-        return F.cross_entropy(logits.flatten(0, 1), batch["tgt_out"].flatten(), ignore_index=pad,
+        """Token cross-entropy; a model with coverage (RNN, See et al.) adds coverage_weight x its
+        coverage loss, averaged over the real target tokens."""
+        config = plain_model(model).config
+        pad = getattr(config, "pad_id", 0)
+        if getattr(config, "coverage", False):
+            logits, per_step = model(batch["src"], batch["tgt_in"], return_coverage=True)  # [B,T,V], [B,T]
+        else:
+            logits, per_step = model(batch["src"], batch["tgt_in"]), None  # [B,T,V]
+        loss = F.cross_entropy(logits.flatten(0, 1), batch["tgt_out"].flatten(), ignore_index=pad,
                                label_smoothing=label_smoothing)
+        if per_step is None:
+            return loss
+        return loss + config.coverage_weight * masked_mean(per_step, batch["tgt_out"] != pad)
 
     def _val_rows(self, prep: Prepared, cfg: TrainConfig) -> range:
         n = len(prep.payload.val_src)
@@ -111,14 +132,20 @@ class Seq2SeqAdapter(FamilyAdapter):
         data: PairData = prep.payload
         rows = self._val_rows(prep, cfg)
         pad = data.pad_id
-        total_loss = total_tokens = 0.0
+        coverage = bool(getattr(plain_model(model).config, "coverage", False))
+        total_loss = total_tokens = total_coverage = 0.0
         token_hits: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])  # bucket -> [correct, tokens]
         for lo in range(rows.start, rows.stop, 256):
             idx = list(range(lo, min(rows.stop, lo + 256)))
             batch = to_device(caps, data.collate([data.val_src[i] for i in idx], [data.val_tgt[i] for i in idx]))
-            with caps.autocast():
-                logits = model(batch["src"], batch["tgt_in"]).float()  # [B,T,V]
             mask = batch["tgt_out"] != pad  # [B,T]
+            with caps.autocast():
+                if coverage:
+                    logits, per_step = model(batch["src"], batch["tgt_in"], return_coverage=True)  # [B,T,V], [B,T]
+                    total_coverage += float((per_step.float() * mask).sum())
+                else:
+                    logits = model(batch["src"], batch["tgt_in"])
+            logits = logits.float()  # [B,T,V]
             total_loss += F.cross_entropy(logits.flatten(0, 1), batch["tgt_out"].flatten(), ignore_index=pad,
                                           reduction="sum").item()
             total_tokens += mask.sum().item()
@@ -140,6 +167,8 @@ class Seq2SeqAdapter(FamilyAdapter):
             "token_accuracy": sum(v[0] for v in token_hits.values()) / max(1.0, sum(v[1] for v in token_hits.values())),
             "exact_match": sum(v[0] for v in exact.values()) / max(1, n),
         }
+        if coverage:  # per target token, before the weight: how much attention went back to covered words
+            metrics["coverage_loss"] = total_coverage / max(1.0, total_tokens)
         for bucket in sorted(exact, key=lambda b: int(b.split("-")[0])):
             metrics[f"exact_match@{bucket}"] = exact[bucket][0] / exact[bucket][1]
             metrics[f"token_accuracy@{bucket}"] = token_hits[bucket][0] / max(1.0, token_hits[bucket][1])
