@@ -71,6 +71,11 @@ class LocalCoverageAttention(ScoredAttention):
         elif coverage and not isinstance(score, UniformScore):
             self.w_c = nn.Parameter(torch.zeros(1))  # a scalar added to the score
 
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """The coverage weight starts at 0 (the score as without coverage); W_p, v_p are Linears."""
+        if self.w_c is not None:
+            nn.init.zeros_(self.w_c)
+
     def centre(self, query: Tensor, lengths: Tensor, step: int) -> Tensor:
         """p_t [B] (float): the step clamped to the source (monotonic) or predicted from the query."""
         last = (lengths - 1).clamp_min(0).to(query.dtype)  # [B]
