@@ -76,4 +76,5 @@ def test_missing_preset_lists_the_shipped_ones():
 def test_every_shipped_preset_parses():
     for name in list_presets():
         preset = load_preset(name)
-        assert preset.family in {"gpt", "vit", "rnn_seq2seq", "transformer_seq2seq", "text_classifier", "imagegpt"}
+        assert preset.family in {"gpt", "vit", "rnn_seq2seq", "transformer_seq2seq", "text_classifier", "imagegpt",
+                                 "bert_mlm", "bert_classifier"}

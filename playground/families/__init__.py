@@ -11,13 +11,14 @@ from typing import Any
 from torch import nn
 
 from playground.errors import ConfigError, NotFoundError
-from playground.families import gpt, imagegpt, text_classifier, vit
+from playground.families import bert, gpt, imagegpt, text_classifier, vit
 from playground.families.base import Family
 from playground.families.seq2seq import rnn, transformer
 from playground.models.base import ModelConfig
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (gpt.FAMILY, vit.FAMILY, rnn.FAMILY, transformer.FAMILY,
-                                                  text_classifier.FAMILY, imagegpt.FAMILY)}
+                                                  text_classifier.FAMILY, imagegpt.FAMILY, bert.MLM_FAMILY,
+                                                  bert.CLASSIFIER_FAMILY)}
 
 
 def get_family(name: str) -> Family:

@@ -80,6 +80,10 @@ class FamilyAdapter:
         """A preview of what the model does now."""
         return None
 
+    def init_model(self, model: nn.Module, prep: Prepared) -> None:
+        """Change a freshly initialised model before its first step (e.g. copy pre-trained
+        weights the data config names); by default nothing. Not called when resuming."""
+
     def d_model(self, model_config: Any) -> int | None:
         """Model width (for the inverse-sqrt schedule)."""
         return getattr(model_config, "d_model", None) or getattr(model_config, "hidden", None)

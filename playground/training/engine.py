@@ -311,6 +311,7 @@ def _setup(
         load_model(model, str(state.path / "model.safetensors"), strict=True, device="cpu")
     else:
         init_weights(model, generators["init"])  # every weight from the run's own generator
+        adapter.init_model(model, prep)  # a family's start from pre-trained weights (BERT fine-tuning), else nothing
     model.to(dev)
     set_dropout_generator(model, generators["dropout"])
     optimizer = make_optimizer(model, cfg, caps)

@@ -17,6 +17,8 @@ TINY_CONFIGS: dict[str, dict] = {
     "rnn_seq2seq": dict(vocab_size=VOCAB, emb_dim=8, hidden=16, attention="additive"),
     "transformer_seq2seq": dict(vocab_size=VOCAB, d_model=16, n_head=2, max_len=16),
     "text_classifier": dict(vocab_size=VOCAB, n_classes=3, emb_dim=8, hidden=16, encoder="bilstm"),
+    "bert_mlm": dict(vocab_size=VOCAB, d_model=16, n_layer=2, n_head=2, block_size=16),  # [PAD]=0 [CLS]=2 [SEP]=3 [MASK]=4
+    "bert_classifier": dict(vocab_size=VOCAB, n_classes=3, d_model=16, n_layer=2, n_head=2, block_size=16),
 }
 
 
@@ -31,7 +33,10 @@ def make_batch(family: str, batch: int = 3, seed: int = 0) -> tuple[tuple[Tensor
         return (ids[:, :-1],), ids[:, 1:]
     if family == "vit":
         return (torch.randn(batch, 3, 8, 8, generator=g),), torch.randint(0, 5, (batch,), generator=g)
-    if family == "text_classifier":  # row 0 right-padded
+    if family == "bert_mlm":  # token ids past the specials; the targets are the tokens themselves
+        ids = torch.randint(5, VOCAB, (batch, 10), generator=g)
+        return (ids,), ids
+    if family in ("text_classifier", "bert_classifier"):  # row 0 right-padded
         ids = torch.randint(2, VOCAB, (batch, 7), generator=g)
         ids[0, 5:] = PAD
         return (ids,), torch.randint(0, 3, (batch,), generator=g)

@@ -20,7 +20,7 @@ FAMILY_NAMES = sorted(FAMILIES)
 
 def test_registry_covers_the_tiny_configs() -> None:
     assert set(FAMILIES) == {"gpt", "vit", "rnn_seq2seq", "transformer_seq2seq", "text_classifier",
-                             "imagegpt"} == set(TINY_CONFIGS)
+                             "imagegpt", "bert_mlm", "bert_classifier"} == set(TINY_CONFIGS)
     with pytest.raises(NotFoundError, match="gpt"):
         get_family("bert")
 

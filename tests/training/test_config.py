@@ -19,6 +19,8 @@ TINY_DATA = {
     "transformer_seq2seq": {"data.n": "120"},
     "text_classifier": {"data.n": "120"},
     "imagegpt": {"data.n": "120"},
+    "bert_mlm": {"data.max_chars": "20000", "data.n_reviews": "300"},
+    "bert_classifier": {"data.n": "120", "data.init_from": ""},  # fine-tuning's pre-trained checkpoint: not here
 }
 
 REQUIRED = [
