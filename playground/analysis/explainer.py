@@ -52,6 +52,11 @@ class FamilyExplainer(ABC):
     through_cross_attention: bool = False  # the output reads the input through cross-attention (not one self-attention stack)
     reads_images: bool = False  # the input units are image patches (pointing game, image box)
     uniform_override: dict[str, Any] | None = None  # preset override that trains it with frozen uniform attention
+    # Adebayo's data-label randomisation: the preset override that retrains it on shuffled training labels
+    # (None: its targets are no labels to permute, or a retrain takes too long), and that retrain's step cap
+    # (None: the preset's max_steps, already short)
+    label_shuffle_override: dict[str, Any] | None = None
+    quick_retrain_steps: int | None = None
     # how the pointing game / plausibility names its ground truth (vit-shapes' object masks by default)
     truth_terms: dict[str, str] = {"set": "vit-shapes", "truth": "the object", "unit": "patch", "inputs": "images",
                                    "defines": "the object that defines the class (known masks)"}

@@ -275,6 +275,29 @@ def sanity_chart(curve: pd.DataFrame, layers: list[str], threshold: float) -> al
                                      width=WIDTH, height=HEIGHT)
 
 
+def label_randomisation_chart(bars: pd.DataFrame, threshold: float) -> alt.LayerChart | alt.Chart:
+    """Mean Spearman ρ (absolute maps) of each method's map of the model retrained on shuffled
+    labels with the trained model's map; flagged methods (above the dashed threshold) in red.
+
+    ``bars``: method, spearman_abs, spearman, n, flagged (SanityResult.label_frame).
+    """
+    if bars.empty:
+        return _empty("Data-label randomisation")
+    frame = bars.assign(verdict=["flagged: barely changes" if f else "changes" for f in bars["flagged"]])
+    chart = (alt.Chart(_data(frame)).mark_bar()
+             .encode(x=alt.X("method:N", sort=list(frame["method"]), title=None),
+                     y=alt.Y("spearman_abs:Q", title="Spearman ρ with the trained map", scale=alt.Scale(domain=[-1, 1])),
+                     color=alt.Color("verdict:N", title=None, legend=alt.Legend(orient="top"),
+                                     scale=alt.Scale(domain=["changes", "flagged: barely changes"],
+                                                     range=["#4c78a8", "#e45756"])),
+                     tooltip=["method:N", alt.Tooltip("spearman_abs:Q", format=".3f", title="ρ (|map|)"),
+                              alt.Tooltip("spearman:Q", format=".3f", title="ρ (signed)"), "n:Q", "verdict:N"]))
+    rule = (alt.Chart(pd.DataFrame({"y": [threshold]})).mark_rule(strokeDash=[4, 4], color="gray")
+            .encode(y="y:Q"))
+    return (chart + rule).properties(title="Data-label randomisation: the maps of a model trained on shuffled labels",
+                                     width=WIDTH, height=HEIGHT)
+
+
 def experiment_chart(result: Any) -> Any:
     """The main chart of any experiment result."""
     kind = result.experiment
@@ -300,5 +323,10 @@ def experiment_chart(result: Any) -> Any:
     if kind == "pointing":
         return pointing_chart(frame)
     if kind == "sanity":
-        return sanity_chart(result.curve_frame(), result.settings.get("layers", []), result.stats()["threshold"])
+        threshold = result.stats()["threshold"]
+        cascade = sanity_chart(result.curve_frame(), result.settings.get("layers", []), threshold)
+        labels = result.label_frame()
+        if labels.empty:
+            return cascade
+        return alt.vconcat(cascade, label_randomisation_chart(labels, threshold)).resolve_scale(color="independent")
     return _empty(kind, "no chart for this experiment")

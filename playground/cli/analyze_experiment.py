@@ -7,6 +7,7 @@ plain-language summary and numbers; ``--out`` writes CSV (one row per example) o
     python -m playground analyze experiment adversarial my-vit --n 50 --epsilon 0.01 --out adv.json
     python -m playground analyze experiment seeds my-rnn --seeds 1,2 --retrain-steps 500
     python -m playground analyze experiment retrain-uniform my-rnn   # needs a uniform-attention switch
+    python -m playground analyze experiment sanity my-textclf --n 10 --label-randomisation
     python -m playground analyze experiment bench                   # speed of the permutation test
 
 Ctrl-C stops the run and keeps (prints and writes) the finished examples.
@@ -68,6 +69,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="cpu", help="auto|cpu|cuda|mps (default cpu)")
     parser.add_argument("--float64", action="store_true",
                         help="run on a float64 copy of the model (saturated outputs; cheap for small models)")
+    parser.add_argument("--label-randomisation", action="store_true",
+                        help="sanity: also retrain the checkpoint's preset on shuffled training labels (or reuse "
+                             "CHECKPOINT-shuffled) and compare each method's maps with the trained model's "
+                             "(Adebayo et al.'s data test; classifiers only; --retrain-steps caps it)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.set_defaults(func=run)
 
@@ -115,7 +120,7 @@ def options_from(args: argparse.Namespace) -> ExperimentOptions:
         epsilon=args.epsilon, steps=args.steps, views=_split(args.views) or jw.DEFAULT_VIEWS,
         references=_split(args.references) or jw.DEFAULT_REFERENCES, methods=_split(args.methods), level=args.level,
         seeds=parse_ints(args.seeds), retrain_steps=args.retrain_steps, device=resolve_device(args.device),
-        float64=getattr(args, "float64", False))
+        float64=getattr(args, "float64", False), label_randomisation=getattr(args, "label_randomisation", False))
 
 
 class _Printer:

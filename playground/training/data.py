@@ -54,6 +54,7 @@ class ImageDataConfig:
     path: str = ""  # zip: a zip with one folder per class
     augment: Literal["none", "shift"] = "none"  # shift: training images moved by up to max_shift pixels
     max_shift: int = 1
+    shuffle_labels: bool = False  # permute the training labels (Adebayo's data test); validation labels stay true
 
     def __post_init__(self) -> None:
         if not 0.0 < self.val_fraction < 1.0:

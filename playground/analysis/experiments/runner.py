@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,10 +25,10 @@ from playground.analysis.experiments import wiegreffe_pinter as wp
 from playground.analysis.experiments.core import ExperimentGen, Progress, StopFlag, is_stopped
 from playground.analysis.experiments.data import HeldOut, load_held_out
 from playground.analysis.explain.attention import explaining_maps
-from playground.analysis.numerics import NOISE_ULPS, model_dtype, queries_in_float64, saturation
+from playground.analysis.numerics import NOISE_ULPS, float64_model, model_dtype, queries_in_float64, saturation
 from playground.analysis.query import Query
 from playground.bundle import Bundle, load_bundle
-from playground.errors import PlaygroundError
+from playground.errors import ConfigError, PlaygroundError
 from playground.families import get_family
 from playground.limits import check_experiment_options
 from playground.settings import DemoCaps
@@ -73,6 +73,7 @@ class ExperimentOptions:
     device: str = "cpu"
     max_steps_cap: int | None = None  # demo servers cap retraining
     float64: bool = False  # run on a float64 copy of the model (saturated outputs; cheap for small models)
+    label_randomisation: bool = False  # sanity: also retrain on shuffled labels and compare the maps (Adebayo's data test)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -84,6 +85,10 @@ def seed_name(checkpoint: str, seed: int) -> str:
 
 def uniform_name(checkpoint: str) -> str:
     return f"{checkpoint}-uniform"
+
+
+def shuffled_name(checkpoint: str) -> str:
+    return f"{checkpoint}-shuffled"
 
 
 def private_copy(model: nn.Module) -> nn.Module:
@@ -116,12 +121,20 @@ def iter_experiment(name: str, bundle: Bundle, options: ExperimentOptions | None
         return (yield from _uniform(bundle, o, workspace, stop))
     if name == "seeds":
         return (yield from _seeds(bundle, o, workspace, stop))
+    shuffled = None
+    if name == "sanity" and o.label_randomisation:
+        shuffled = yield from _shuffled_model(bundle, o, workspace, stop)
+        if shuffled is None:  # stopped while retraining
+            return sa.SanityResult(settings=_settings(name, bundle, None, o), stopped=True, n_requested=o.n)
     if held is None:
         yield Progress(name, 0, o.n, "drawing held-out examples")
         held = load_held_out(bundle, o.n, o.seed, workspace)
     if o.float64:
         held = dataclasses.replace(held, queries=queries_in_float64(held.queries))
-    result = yield from _on_examples(name, held, o, stop, _settings(name, bundle, held, o))
+    settings = _settings(name, bundle, held, o)
+    if shuffled is not None:
+        settings["label_randomisation"] = shuffled.info
+    result = yield from _on_examples(name, held, o, stop, settings, None if shuffled is None else shuffled.model)
     result.extra["numerics"] = numerics_of(held.queries)
     result.extra["example_labels"] = held.labels[: len(held)]
     if name == "adversarial":
@@ -141,7 +154,8 @@ def numerics_of(queries: Sequence[Query]) -> dict[str, Any]:
             "n_saturated": int(flagged.sum()), "min_complement": float(complement.min())}
 
 
-def _on_examples(name: str, held: HeldOut, o: ExperimentOptions, stop: StopFlag, settings: dict[str, Any]) -> ExperimentGen:
+def _on_examples(name: str, held: HeldOut, o: ExperimentOptions, stop: StopFlag, settings: dict[str, Any],
+                 shuffled: nn.Module | None = None) -> ExperimentGen:
     q = held.queries
     if name == "agreement":
         layer, head = _layer_head(held, o)
@@ -162,9 +176,74 @@ def _on_examples(name: str, held: HeldOut, o: ExperimentOptions, stop: StopFlag,
         return (yield from er.iter_curves(q, o.methods or er.CURVE_METHODS, er.AOPC_BINS, max(1, o.random_draws // 2),
                                           o.seed, o.module, o.heads, stop=stop, settings=settings))
     if name == "sanity":
-        return (yield from sa.iter_sanity(q, o.methods or sa.SANITY_METHODS, o.seed, stop=stop, settings=settings))
+        if shuffled is not None and o.float64:
+            shuffled = float64_model(shuffled)
+        return (yield from sa.iter_sanity(q, o.methods or sa.SANITY_METHODS, o.seed, stop=stop, settings=settings,
+                                          shuffled=shuffled))
     return (yield from er.iter_pointing(q, held.masks, o.methods or er.POINTING_METHODS, o.seed, stop=stop,
                                         settings=settings))
+
+
+@dataclass
+class ShuffledModel:
+    """The model retrained on shuffled labels and what the result records about it."""
+
+    model: nn.Module
+    info: dict[str, Any]
+
+
+def label_shuffle_override(family: str) -> dict[str, Any]:
+    """The preset override that retrains a model of ``family`` on shuffled training labels.
+
+    Raises ConfigError where the family has none (its explainer says so)."""
+    override = get_family(family).explainer.label_shuffle_override
+    if override is not None:
+        return dict(override)
+    raise ConfigError(
+        f"Data-label randomisation does not fit the {family} models: it needs a classifier whose training labels "
+        "can be permuted and that retrains in minutes, and their targets are the text (or output sequence) itself, "
+        "so there are no labels to shuffle. The cascading model randomisation still runs without this option.")
+
+
+def _shuffled_model(bundle: Bundle, o: ExperimentOptions, workspace: Workspace | None,
+                    stop: StopFlag) -> Generator[Progress, None, ShuffledModel | None]:
+    """Retrain the checkpoint's preset on shuffled labels into ``<checkpoint>-shuffled`` (an own
+    one is reused), load it, check it reads the same inputs, and measure both models' validation
+    accuracy (true labels); None when stopped during the retrain."""
+    override = label_shuffle_override(bundle.family)  # refuse before anything is trained
+    if workspace is None:
+        raise PlaygroundError("Data-label randomisation trains a new checkpoint: it needs a workspace.")
+    name = shuffled_name(bundle.name)
+    steps = o.retrain_steps or get_family(bundle.family).explainer.quick_retrain_steps
+    reused = _own(workspace).exists("models", name)
+    if reused:
+        yield Progress("sanity", 0, o.n, f"reusing {name} (trained on shuffled labels)")
+    else:
+        for ev in wp.iter_retrain(bundle, workspace, name, override, steps, o.device, stop, o.max_steps_cap):
+            yield Progress("sanity", 0, o.n, f"retraining on shuffled labels: {ev.message}")
+        if is_stopped(stop):
+            return None
+    shuffled = _load(name, _own(workspace), o.device)
+    _check_same_inputs(bundle, shuffled)
+    yield Progress("sanity", 0, o.n, "validation accuracy of both models (true labels)")
+    evaluate = wp.evaluator_for(bundle, workspace, o.device, o.eval_examples)
+    trained_acc, shuffled_acc = evaluate(bundle.model).get("accuracy"), evaluate(shuffled.model).get("accuracy")
+    classes = bundle.class_names or []
+    info = {"checkpoint": name, "reused": reused, "steps": shuffled.config.get("step"),
+            "val_accuracy_trained": trained_acc, "val_accuracy_shuffled": shuffled_acc,
+            "chance": 1.0 / len(classes) if classes else None}
+    return ShuffledModel(private_copy(shuffled.model), info)
+
+
+def _check_same_inputs(bundle: Bundle, other: Bundle) -> None:
+    """Refuse a retrained model that reads the inputs differently (another vocabulary or structure)."""
+    same_vocab = (bundle.tokenizer is None) == (other.tokenizer is None) and (
+        bundle.tokenizer is None or bundle.tokenizer.get_vocab() == other.tokenizer.get_vocab())
+    same_shapes = {n: p.shape for n, p in bundle.model.named_parameters()} == {
+        n: p.shape for n, p in other.model.named_parameters()}
+    if not (same_vocab and same_shapes):
+        raise PlaygroundError(f"{other.name} does not read the inputs as {bundle.name} does (another vocabulary or "
+                              "model shape); delete it and run again to retrain it from this checkpoint's preset.")
 
 
 def _layer_head(held: HeldOut, o: ExperimentOptions) -> tuple[int | None, int | None]:
@@ -283,4 +362,4 @@ def module_choices(model: nn.Module, family: str) -> list[str]:
 
 
 __all__ = ["EXPERIMENTS", "ExperimentOptions", "iter_experiment", "iter_retrain_uniform", "parse_heads", "parse_ints",
-           "module_choices", "seed_name", "uniform_name", "private_copy"]
+           "module_choices", "seed_name", "uniform_name", "shuffled_name", "label_shuffle_override", "private_copy"]

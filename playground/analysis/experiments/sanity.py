@@ -21,8 +21,11 @@ absolute maps > ``threshold``, 0.9) is flagged: its map does not depend on the w
   only on the input-most layer, so it stays at ρ = 1 until that layer is randomised; it shows
   what a flagged method looks like.
 
-Data-label randomisation (the paper's second test: retrain on shuffled labels and compare the
-maps) is not done here: the training data has no label-shuffling switch yet.
+Data-label randomisation (the paper's second test) compares each map of the trained model with
+the same method's map of a model retrained on the same inputs with the training labels permuted
+(``shuffled``: the runner retrains it through the trainer, ``data.shuffle_labels``). Its rows
+have ``test = "labels"``; a method whose maps keep mean ρ of the absolute maps above
+``threshold`` is flagged: it does not reflect what the labels taught the model.
 """
 from __future__ import annotations
 
@@ -204,17 +207,28 @@ class SanityRow:
     n_units: int
     spearman: float
     spearman_abs: float
+    test: str = "cascade"  # "cascade" (layers randomised) or "labels" (retrained on shuffled labels)
+
+
+LABELS_TEST = "labels"
+LABELS_LAYER = "retrained on shuffled labels"
 
 
 @dataclass
 class SanityResult(ExperimentResult):
-    """Per example × method × step correlations; settings name the layers (output first)."""
+    """Per example × method × step correlations; settings name the layers (output first).
+
+    Rows of the data-label test (``test == "labels"``, step 0) compare the trained map with the
+    map of the model retrained on shuffled labels; ``settings["label_randomisation"]`` describes
+    that model (name, steps, validation accuracy beside the trained model's and chance)."""
 
     experiment: ClassVar[str] = "sanity"
 
     def curve_frame(self) -> pd.DataFrame:
         """Mean ρ per method and step (the chart's lines): method, step, layer, spearman, spearman_abs, n."""
         frame = self.to_frame()
+        if not frame.empty and "test" in frame:
+            frame = frame[frame["test"] != LABELS_TEST]
         if frame.empty:
             return pd.DataFrame(columns=["method", "step", "layer", "spearman", "spearman_abs", "n"])
         return (frame.groupby(["method", "step", "layer"], sort=False)
@@ -225,22 +239,44 @@ class SanityResult(ExperimentResult):
         """The step at which the top half of the layers is random: ceil(L / 2)."""
         return max(1, math.ceil(len(self.settings.get("layers", [])) / 2))
 
+    def label_frame(self) -> pd.DataFrame:
+        """Mean ρ per method of the data-label test (its chart's bars): method, spearman, spearman_abs, n, flagged."""
+        threshold = float(self.settings.get("threshold", FLAG_THRESHOLD))
+        rows = [r for r in self.rows if r.test == LABELS_TEST]
+        out = []
+        for method in dict.fromkeys(r.method for r in rows):
+            mine = [r for r in rows if r.method == method]
+            st, signed = row_stats([r.spearman_abs for r in mine]), row_stats([r.spearman for r in mine])
+            out.append({"method": method, "spearman_abs": st["mean"], "spearman": signed["mean"], "n": st["n"],
+                        "flagged": bool(math.isfinite(st["mean"]) and st["mean"] > threshold)})
+        return pd.DataFrame(out, columns=["method", "spearman_abs", "spearman", "n", "flagged"])
+
     def stats(self) -> dict[str, Any]:
         threshold = float(self.settings.get("threshold", FLAG_THRESHOLD))
         half = self.half_step()
         n_layers = len(self.settings.get("layers", []))
+        labels = {r["method"]: r for r in self.label_frame().to_dict(orient="records")}
+        cascade = [r for r in self.rows if r.test != LABELS_TEST]
         methods = []
-        for method in dict.fromkeys(r.method for r in self.rows):
-            rows = [r for r in self.rows if r.method == method]
+        for method in dict.fromkeys(r.method for r in cascade):
+            rows = [r for r in cascade if r.method == method]
             at_half = row_stats([r.spearman_abs for r in rows if r.step == half])
             at_all = row_stats([r.spearman_abs for r in rows if r.step == n_layers])
             signed_all = row_stats([r.spearman for r in rows if r.step == n_layers])
             flagged = bool(math.isfinite(at_half["mean"]) and at_half["mean"] > threshold)
-            methods.append({"method": method, "n": at_half["n"], "rho_abs_half": at_half["mean"],
-                            "rho_abs_all": at_all["mean"], "rho_all": signed_all["mean"], "flagged": flagged,
-                            "control": method in CONTROL_METHODS})
+            entry = {"method": method, "n": at_half["n"], "rho_abs_half": at_half["mean"],
+                     "rho_abs_all": at_all["mean"], "rho_all": signed_all["mean"], "flagged": flagged,
+                     "control": method in CONTROL_METHODS}
+            if labels:
+                got = labels.get(method, {})
+                entry.update({"rho_abs_labels": got.get("spearman_abs", math.nan),
+                              "rho_labels": got.get("spearman", math.nan),
+                              "flagged_labels": bool(got.get("flagged", False))})
+            methods.append(entry)
         return {"methods": methods, "half_step": half, "n_layers": n_layers, "threshold": threshold,
-                "flagged": [m["method"] for m in methods if m["flagged"]]}
+                "flagged": [m["method"] for m in methods if m["flagged"]],
+                "labels_run": bool(labels),
+                "flagged_labels": [m for m, r in labels.items() if r["flagged"]]}
 
 
 def iter_sanity(
@@ -252,11 +288,14 @@ def iter_sanity(
     ig_steps: int = 50,
     stop: StopFlag = None,
     settings: dict[str, Any] | None = None,
+    shuffled: nn.Module | None = None,
 ) -> ExperimentGen:
     """Cascading randomisation over one-example ``queries`` of one model (their ``query.model``).
 
     The cascade of models (deep copies, seeded by ``seed``) is built once from the first query;
     ``importance_fn(query) -> {method: [U]}`` defaults to :func:`sanity_importances` over ``methods``.
+    ``shuffled``: a model of the same structure retrained on shuffled labels (same inputs, same
+    explained output); each example then also gets one ``test = "labels"`` row per method.
     """
     queries = list(queries)
     if not queries:
@@ -284,6 +323,11 @@ def iter_sanity(
                 rho, rho_abs = map_correlations(trained, current[method], mask)
                 rows.append(SanityRow(i, method, step, layers[step - 1].name if step else "", int(mask.sum()),
                                       rho, rho_abs))
+        if shuffled is not None:
+            retrained = importance_fn(with_model(q, shuffled))
+            for method, trained in maps[0].items():
+                rho, rho_abs = map_correlations(trained, retrained[method], mask)
+                rows.append(SanityRow(i, method, 0, LABELS_LAYER, int(mask.sum()), rho, rho_abs, LABELS_TEST))
         return rows
 
     return (yield from loop_examples("sanity", queries, result, work, stop))

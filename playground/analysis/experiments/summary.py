@@ -428,13 +428,41 @@ def summarize_sanity(result: Any) -> Summary:
     if not st["flagged"] and st["methods"]:
         findings.append(f"No method stayed above ρ = {_g(st['threshold'])} with half of the model randomised: every map "
                         "changes when the weights it explains change.")
+    labels_run = st.get("labels_run", False)
+    if labels_run:
+        findings += _label_findings(result, st)
     return Summary(
-        "Sanity check: cascading model randomisation (Adebayo et al. 2018)", findings,
+        "Sanity checks: cascading model randomisation" + (" and data-label randomisation" if labels_run else "")
+        + " (Adebayo et al. 2018)", findings,
         "Whether each explanation depends on the learned weights at all: a map that survives randomising the "
-        "layers it claims to explain reflects the input (or the architecture), not what the model learned.",
+        "layers it claims to explain reflects the input (or the architecture), not what the model learned."
+        + (" Likewise a map that looks the same for a model that could only memorise shuffled labels does not show "
+           "what the true labels taught." if labels_run else ""),
         "Passing is necessary, not sufficient: a map can change with the weights and still be unfaithful. "
-        "Data-label randomisation (retraining on shuffled labels) is not run here.",
+        + ("The shuffled-label model is a quick retrain from the same preset (and initial seed), so part of a high "
+           "ρ can be the shared initialisation." if labels_run else
+           "Data-label randomisation (retraining on shuffled labels) was not run; turn it on to add it."),
         _stopped(result))
+
+
+def _label_findings(result: Any, st: dict[str, Any]) -> list[str]:
+    """The data-label test's lines: the retrained model's accuracy (did shuffling work?) and each method's ρ."""
+    info = result.settings.get("label_randomisation") or {}
+    chance = info.get("chance")
+    out = [f"Data-label randomisation: {info.get('checkpoint', 'a copy')} was retrained on the same inputs with the "
+           f"training labels shuffled ({info.get('steps')} steps"
+           + (", reused" if info.get("reused") else "") + f"); validation accuracy on the true labels "
+           f"{_pct(info.get('val_accuracy_shuffled'))} against the trained model's {_pct(info.get('val_accuracy_trained'))}"
+           + (f" (chance {_pct(chance)})." if chance else ".")]
+    for m in st["methods"]:
+        if "rho_abs_labels" in m:
+            out.append(f"{m['method']}: ρ with the trained map {_g(m['rho_abs_labels'])} (signed {_g(m['rho_labels'])}).")
+    for method in st.get("flagged_labels", []):
+        out.append(f"**{method} barely changes when the labels are shuffled**: its map stays correlated above "
+                   f"{_g(st['threshold'])} with the trained one, so it does not reflect what the labels taught.")
+    if not st.get("flagged_labels"):
+        out.append(f"Every map moved below ρ = {_g(st['threshold'])} for the model trained on shuffled labels.")
+    return out
 
 
 SUMMARIZERS = {

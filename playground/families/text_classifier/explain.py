@@ -54,6 +54,7 @@ class TextClassifierExplainer(FamilyExplainer):
     output_name = "class distribution"
     adversarial_epsilon = 0.01
     uniform_override = {"model.uniform_attention": True}
+    label_shuffle_override = {"data.shuffle_labels": True}  # its presets train in a few hundred steps
     truth_terms = {"set": "generated reviews", "truth": "the rationale", "unit": "token", "inputs": "reviews",
                    "defines": "the cue words that decide the label (known rationales)"}
 

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from tokenizers import Tokenizer
 from torch import Tensor, nn
 
+from playground.data.label_shuffle import shuffled_labels
 from playground.data.policy import DataPolicy, check_upload, default_policy
 from playground.data.reviews import (
     PAD,
@@ -52,6 +53,7 @@ class LabelledTextConfig:
     path: str = ""  # csv: an uploaded file of text,label rows (upload:<name>; a path on the CLI)
     max_vocab: int = 20000  # the most frequent training words kept; the rest read as <unk>
     min_count: int = 1  # words seen fewer times in training read as <unk>
+    shuffle_labels: bool = False  # permute the training labels (Adebayo's data test); validation labels stay true
 
     def __post_init__(self) -> None:
         if self.texts not in TEXT_SETS:
@@ -137,11 +139,15 @@ class TextClassifierAdapter(FamilyAdapter):
         config = build_model_config(self.config_cls, model_values, derived)
         ids = encode_texts(tokenizer, [r.text for r in reviews], config.max_len)
         labels = torch.tensor([r.label for r in reviews], dtype=torch.long)
-        payload = TextSplit([ids[i] for i in train_idx], labels[train_idx], [ids[i] for i in val_idx],
+        train_labels = labels[train_idx]  # [N_train]
+        if data.shuffle_labels:
+            train_labels = shuffled_labels(train_labels, data.seed)
+        payload = TextSplit([ids[i] for i in train_idx], train_labels, [ids[i] for i in val_idx],
                             labels[val_idx], [reviews[i] for i in val_idx], pad_id)
         info = {"texts": data.texts, "n": len(reviews), "n_train": len(train_idx), "n_val": len(val_idx),
                 "seed": data.seed, "val_fraction": data.val_fraction, "vocab": tokenizer.get_vocab_size(),
-                "longest": max(map(len, ids)), "rationales": data.texts == "reviews"}
+                "longest": max(map(len, ids)), "rationales": data.texts == "reviews",
+                "shuffled_labels": data.shuffle_labels}
         return Prepared(config, payload, tokenizer, list(names), info)
 
     def batch(self, prep: Prepared, seed: int, step: int, start: int, count: int, global_size: int) -> dict[str, Tensor]:

@@ -42,6 +42,8 @@ class ClassifierExplainer(FamilyExplainer):
         parts = chunks(min(n, val.n), batch_size)
         return labelled([val.images[s].to(device) for s in parts], [val.labels[s].to(device) for s in parts])
     uniform_override = {"model.uniform_attention": True}
+    label_shuffle_override = {"data.shuffle_labels": True}
+    quick_retrain_steps = 300  # the presets train for thousands of steps; a shuffled-label run needs no convergence
 
     # -- F -------------------------------------------------------------------------------
     def check(self, query: Query) -> None:

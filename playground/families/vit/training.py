@@ -1,7 +1,7 @@
 """Training a ViT: image classification (the trainer's adapter for this family)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -10,6 +10,7 @@ from tokenizers import Tokenizer
 from torch import Tensor, nn
 
 from playground.data.images import load_image_set
+from playground.data.label_shuffle import shuffled_labels
 from playground.data.policy import DataPolicy, default_policy
 from playground.data.splits import split_indices
 from playground.errors import ConfigError
@@ -58,10 +59,13 @@ class ViTAdapter(FamilyAdapter):
         images = load_image_set(data.dataset, data.n or None, data.seed, **opts)
         train_idx, val_idx = split_indices(images.n, data.val_fraction, data.seed)
         train, val = images.subset(train_idx), images.subset(val_idx)
+        if data.shuffle_labels:
+            train = replace(train, labels=shuffled_labels(train.labels, data.seed))
         derived = {"image_size": images.image_size, "channels": images.channels, "n_classes": len(images.class_names)}
         config = build_model_config(self.config_cls, model_values, derived)
         info = {"dataset": data.dataset, "n": images.n, "n_train": train.n, "n_val": val.n, "seed": data.seed,
-                "val_fraction": data.val_fraction, "image_size": images.image_size, "augment": data.augment}
+                "val_fraction": data.val_fraction, "image_size": images.image_size, "augment": data.augment,
+                "shuffled_labels": data.shuffle_labels}
         return Prepared(config, ImageSplit(train, val, data.augment, data.max_shift), None,
                         list(images.class_names), info)
 
