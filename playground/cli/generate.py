@@ -1,6 +1,7 @@
 """`python -m playground generate CHECKPOINT ...`: sample text, translate, or classify an image.
 
 GPT: `--prompt TEXT` with the sampling knobs; the text streams to stdout as it is generated.
+`--context extend` generates past block_size without sliding the window (positions that allow it).
 Seq2seq: `--prompt SOURCE`, greedy or `--beam-width W` (+ `--length-penalty A`).
 ViT: `--image PATH` prints the class probabilities.
 ImageGPT: `--prompt INDEX` completes validation digit INDEX's lower half (`--num-samples N`);
@@ -24,6 +25,7 @@ from playground.generation.batching import close_workers
 from playground.generation.events import Done, StepEvent
 from playground.generation.family import FamilyGenerator
 from playground.generation.filters import SamplingConfig
+from playground.generation.lm import CONTEXT_MODES
 from playground.settings import resolve_device
 
 
@@ -50,6 +52,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--beam-width", type=int, default=1, help="seq2seq: beam width (1 = greedy)")
     parser.add_argument("--length-penalty", type=float, default=0.0, help="seq2seq beam: GNMT alpha (0 = off)")
     parser.add_argument("--no-cache", action="store_true", help="GPT: recompute the whole window every token")
+    parser.add_argument("--context", choices=CONTEXT_MODES, default="window",
+                        help="GPT past block_size: 'window' slides the context (any model), 'extend' keeps every "
+                             "token and counts positions on (sinusoidal, RoPE, ALiBi or no positions; default window)")
     parser.add_argument("--device", default="auto", help="auto | cpu | cuda | mps (default auto)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of streaming text")
     parser.add_argument("--save-image", default=None, metavar="PNG",
@@ -79,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     request = GenerateRequest(
         prompt=args.prompt, max_new_tokens=args.max_new_tokens, sampling=sampling, seed=args.seed,
         num_samples=args.num_samples, stop=tuple(args.stop), beam_width=args.beam_width,
-        length_penalty=args.length_penalty, use_cache=not args.no_cache,
+        length_penalty=args.length_penalty, use_cache=not args.no_cache, context=args.context,
     )
     live = not args.json and generator.streams_live(request)
     out = sys.stdout
@@ -107,7 +112,9 @@ def run(args: argparse.Namespace) -> int:
     out.flush()
     seed = f", seed {done.seed}" if done.seed is not None else ""
     reasons = ", ".join(sorted({s.stop_reason for s in done.samples}))
-    print(f"[{done.new_tokens} tokens in {done.elapsed_s:.2f} s, {done.tokens_per_s:.0f} tok/s{seed}; stopped: {reasons}]",
+    extra = generator.summary(done)
+    extra = f"; {extra}" if extra else ""
+    print(f"[{done.new_tokens} tokens in {done.elapsed_s:.2f} s, {done.tokens_per_s:.0f} tok/s{seed}; stopped: {reasons}{extra}]",
           file=sys.stderr)
     return 0
 

@@ -50,6 +50,7 @@ class GenerateRequest:
     beam_width: int = 1
     length_penalty: float = 0.0
     use_cache: bool = True
+    context: str = "window"  # GPT: "window" slides at block_size, "extend" goes on past it (lm.CONTEXT_MODES)
     n_alternatives: int = 5
     image: Any = None  # a ViT input handed to a text model is rejected with a clear error
 

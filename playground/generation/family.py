@@ -46,6 +46,9 @@ class Controls:
     pick_label: the label of the picker whose choice is explained in Analyze.
     shows_image: a run's result is also a picture (``FamilyGenerator.final_image``: ImageGPT's
         original digit, its given half and the completions), shown under the tokens.
+    context_modes: past the block size the context can slide ('window') or keep growing
+        ('extend', positions that extrapolate), and the loss per position can be measured past
+        the trained context (a text language model).
     """
 
     reads_image: bool
@@ -59,6 +62,7 @@ class Controls:
     prompt_required: bool = False
     pick_label: str = "Pick a generated token"
     shows_image: bool = False
+    context_modes: bool = False
 
 
 def token_pick(picked: str | None) -> tuple[int, int] | None:

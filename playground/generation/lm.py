@@ -32,7 +32,12 @@ from torch import Tensor, nn
 
 from playground.errors import ConfigError, DataError
 from playground.generation.events import Done, SampleResult, StepEvent
-from playground.generation.filters import SamplingConfig, apply_penalties, draw, make_warpers
+from playground.generation.filters import (
+    SamplingConfig,
+    apply_penalties,
+    draw,
+    make_warpers,
+)
 from playground.generation.text import Detokenizer, token_text
 from playground.limits import check_count
 
@@ -394,7 +399,7 @@ def run_alone(model: nn.Module, run: LMRun) -> Iterator[StepEvent | Done]:
                 logits = model(x, cache=cache, last_only=True)[:, -1]
             else:
                 logits = model(x, cache=cache)[:, -1]
-    yield run.done()
+    yield run.done(kv_cache_bytes=cache.nbytes() if cache is not None else 0)
 
 
 def generate_lm(model: nn.Module, tokenizer: Tokenizer | None, prompt_ids: Sequence[int], **kwargs: Any) -> Done:

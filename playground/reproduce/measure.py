@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import torch
-import torch.nn.functional as F
-
+from playground.analysis.position_loss import loss_by_position
 from playground.bundle import load_bundle
 from playground.families import get_family
 from playground.training.engine import TrainResult
@@ -57,17 +55,7 @@ def position_loss(spec: RunSpec, workspace: Workspace, name: str, factor: int, w
     block = int(bundle.model_config.block_size)
     length = block * factor if getattr(model, "extrapolates", False) else block
     prep = get_family(spec.family).adapter.prepare(spec.data, spec.preset.model, workspace, tokenizer=bundle.tokenizer)
-    val = prep.payload.val  # [N] token ids
-    starts = torch.linspace(0, len(val) - length - 2, windows).long()  # [W], evenly spread
-    idx = starts[:, None] + torch.arange(length + 1)  # [W, L+1]
-    total = torch.zeros(length, dtype=torch.float64)
-    with torch.no_grad():
-        for chunk in idx.split(batch):
-            seq = val[chunk]  # [b, L+1]
-            logits = model.forward_beyond(seq[:, :-1])  # [b, L, V]
-            loss = F.cross_entropy(logits.transpose(1, 2), seq[:, 1:], reduction="none")  # [b, L]
-            total += loss.double().sum(0)
-    per_position = (total / windows).tolist()
+    per_position = loss_by_position(model, prep.payload.val, length, windows, batch)  # [L]
     return {"trained": block, "positions": length, "loss": [round(v, 4) for v in per_position]}
 
 

@@ -107,6 +107,8 @@ class ModelView(Updates):
     stats: Any
     result_image: Any = dataclasses.field(default_factory=lambda: gr.update(value=None, visible=False))  # a run's picture
     routing_plot: Any = dataclasses.field(default_factory=lambda: gr.update(value=None, visible=False))  # expert load
+    context: Any = dataclasses.field(default_factory=lambda: gr.update(visible=False))  # window / extend past block_size
+    length_box: Any = dataclasses.field(default_factory=lambda: gr.update(visible=False))  # loss per position
 
 
 def _no_view(info: str, prompt: Any, gen_btn: Any, max_new: Any) -> ModelView:
@@ -151,7 +153,35 @@ def select_model(env: Env, name: str | None) -> ModelView:
         stats="",
         result_image=gr.update(value=None, visible=controls.shows_image),
         routing_plot=gr.update(value=None, visible=_generator(bundle).shows_routing(bundle)),
+        context=gr.update(visible=controls.context_modes, value="window", info=_context_info(bundle)),
+        length_box=gr.update(visible=controls.context_modes),
     )
+
+
+CONTEXT_CHOICES = [("Slide the window (any model)", "window"),
+                   ("Extend: keep every token, positions go on", "extend")]
+
+
+def _context_info(bundle) -> str:
+    """What the context modes mean for this checkpoint (its block size and positions)."""
+    cfg = bundle.model_config
+    block = getattr(cfg, "block_size", None)
+    if not getattr(bundle.model, "extrapolates", False):
+        return (f"Trained on {block} positions with a learned table: it has no vector past {block}, so only "
+                "the window applies (it slides forward when full).")
+    window = getattr(cfg, "attn_window", 0)
+    ring = f" With its {window}-token sliding window the KV cache keeps {window} positions." if window else ""
+    return (f"Trained on {block} positions; 'extend' reads past {block} with positions it never saw "
+            f"in training (watch the loss per position below).{ring}")
+
+
+def position_loss_view(env: Env, name, factor, windows):
+    """(chart, summary) of the checkpoint's loss at each position out to `factor` x block_size."""
+    from playground.analysis.length import checkpoint_position_loss
+    from playground.charts.positions import position_loss_chart
+
+    result = checkpoint_position_loss(_bundle(env, name), factor, windows, env.workspace)
+    return position_loss_chart(result), result.summary()
 
 
 def pick_sample(env: Env, name: str | None, label: str | None):
@@ -278,7 +308,7 @@ class Generation(Updates):
 
 
 def generate_text(env: Env, name, prompt, temperature, top_k, top_p, min_p, rep, freq, pres, max_new, seed,
-                  num_samples, stop, beam_width, length_penalty) -> Iterator[Generation]:
+                  num_samples, stop, beam_width, length_penalty, context="window") -> Iterator[Generation]:
     """Stream generation: the partial text every few hundred ms, then the whole result."""
     from playground.errors import ConfigError
     from playground.generation.api import GenerateRequest, check_request_sizes, stream
@@ -295,6 +325,7 @@ def generate_text(env: Env, name, prompt, temperature, top_k, top_p, min_p, rep,
         sampling=_sampling(temperature, top_k, top_p, min_p, rep, freq, pres), seed=_seed(seed),
         num_samples=int(num_samples or 1) if controls.sampling else 1, stop=_stops(stop),
         beam_width=int(beam_width or 1), length_penalty=float(length_penalty or 0.0),
+        context=(context or "window") if controls.context_modes else "window",
     ).capped(env.max_new_tokens if env.max_new_tokens else HARD_MAX_NEW)
     check_request_sizes(request, env.caps)
     head = (prompt or "") if controls.echo_prompt else ""
@@ -431,6 +462,13 @@ def _generate_lane(ctx: AppContext) -> dict[str, Any]:
 
 def build(ctx: AppContext) -> None:
     """Lay out the Generate tab."""
+    from playground.analysis.length import (
+        DEFAULT_FACTOR,
+        DEFAULT_WINDOWS,
+        MAX_FACTOR,
+        MAX_WINDOWS,
+    )
+
     caps = ctx.settings.caps
     device = ctx.settings.resolved_device
 
@@ -479,6 +517,8 @@ def build(ctx: AppContext) -> None:
             max_new = Slider(1, max_new_cap, value=min(DEFAULT_MAX_NEW, max_new_cap), step=1,
                                 label="Max new tokens" + (" (demo cap)" if caps.max_new_tokens else ""),
                                 elem_id="generate-max-new")
+            context = gr.Radio(CONTEXT_CHOICES, value="window", label="Past the block size", visible=False,
+                               elem_id="generate-context")
             with gr.Row():
                 gen_btn = gr.Button("Generate", variant="primary", elem_id="generate-run")
                 classify_btn = gr.Button("Classify", variant="primary", visible=False, elem_id="generate-classify")
@@ -499,6 +539,14 @@ def build(ctx: AppContext) -> None:
                                  elem_id="generate-experts", visible=False)
             table = Table(label="Tokens (click a row to pick it)", interactive=False, elem_id="generate-table",
                                  max_height=300)
+            with gr.Accordion("Loss per position, past the trained context", open=False, visible=False) as length_box:
+                with gr.Row():
+                    length_factor = Slider(1, MAX_FACTOR, value=DEFAULT_FACTOR, step=1, label="Out to N x block size")
+                    length_windows = Slider(1, MAX_WINDOWS, value=DEFAULT_WINDOWS, step=1,
+                                            label="Validation windows per position")
+                length_btn = gr.Button("Measure", elem_id="generate-length-run")
+                length_stats = gr.Markdown(elem_id="generate-length-stats")
+                length_plot = Chart(label="Loss per position", elem_id="generate-length")
             with gr.Row():
                 dist_csv = gr.DownloadButton("Distribution CSV", size="sm")
                 table_csv = gr.DownloadButton("Tokens CSV", size="sm")
@@ -513,7 +561,7 @@ def build(ctx: AppContext) -> None:
                        gen_btn=gen_btn, classify_btn=classify_btn, sample=sample, dist_plot=dist_plot,
                        align_plot=align_plot, class_plot=class_plot, output=output, table=table, result=result,
                        picker=picker, max_new=max_new, stats=stats, result_image=result_image,
-                       routing_plot=routing_plot),
+                       routing_plot=routing_plot, context=context, length_box=length_box),
         api_name="generate_select_model", show_progress="minimal",
     )
     sample.input(U(pick_sample), [ctx.user, model, sample], [prompt, image],
@@ -523,7 +571,7 @@ def build(ctx: AppContext) -> None:
                               show_progress="hidden").then(
         U(generate_text),
         [ctx.user, model, prompt, temperature, top_k, top_p, min_p, rep, freq, pres, max_new, seed, num_samples, stop,
-         beam_width, length_penalty],
+         beam_width, length_penalty, context],
         Generation.wire(output=output, stats=stats, table=table, align_plot=align_plot, result=result, picker=picker,
                         table_csv=table_csv, align_csv=align_csv, result_image=result_image,
                         routing_plot=routing_plot, routing_csv=routing_csv),
@@ -536,6 +584,9 @@ def build(ctx: AppContext) -> None:
         api_name="generate_classify", show_progress="minimal", **ctx.light(),
     )
     stop_btn.click(None, cancels=[gen_event, cls_event], api_visibility="private")
+    length_btn.click(U(position_loss_view), [ctx.user, model, length_factor, length_windows],
+                     [length_plot, length_stats], api_name="generate_position_loss", show_progress="minimal",
+                     **ctx.analysis())
     dist_inputs = [ctx.user, model, prompt, temperature, top_k, top_p, min_p, result, picker]
     gr.on(
         [model.change, prompt.change, temperature.change, top_k.change, top_p.change, min_p.change, picker.change],

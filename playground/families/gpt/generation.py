@@ -13,6 +13,7 @@ from torch import Tensor
 from playground.charts.experts import expert_load_chart, expert_tokens_chart
 from playground.charts.layout import FIT_X
 from playground.families.gpt.experts import expert_load, routing_frame
+from playground.families.gpt.sizes import kv_cache_note
 from playground.generation.api import GenerateRequest, prompt_ids
 from playground.generation.batching import batching_enabled, stream_batched
 from playground.generation.events import Done, SampleResult, StepEvent
@@ -30,7 +31,7 @@ class LMGenerator(FamilyGenerator):
     what = "language model (GPT)"
     controls = Controls(
         reads_image=False, input_label="Prompt", placeholder="Type a prompt (empty = start from scratch)",
-        hint="Type a prompt; the model continues it.", sampling=True, echo_prompt=True,
+        hint="Type a prompt; the model continues it.", sampling=True, echo_prompt=True, context_modes=True,
     )
 
     def stream(self, bundle: Bundle, request: GenerateRequest) -> Iterator[StepEvent | Done]:
@@ -42,11 +43,33 @@ class LMGenerator(FamilyGenerator):
             eot = bundle.tokenizer.token_to_id("<|endoftext|>")
             stop_ids = (eot,) if eot is not None and ids != [eot] else ()
         decode = stream_batched if batching_enabled() else stream_lm
-        yield from decode(
+        for event in decode(
             bundle.model, bundle.tokenizer, ids, max_new_tokens=request.max_new_tokens, sampling=request.sampling,
             seed=request.seed, num_samples=request.num_samples, stop=request.stop, stop_ids=stop_ids,
             use_cache=request.use_cache, n_alternatives=request.n_alternatives, prompt_text=request.prompt,
-        )
+            context=request.context,
+        ):
+            if isinstance(event, Done):
+                event.info["kv_cache"] = self._cache_note(bundle, event, len(ids) or 1)
+            yield event
+
+    @staticmethod
+    def _cache_note(bundle: Bundle, done: Done, prompt_len: int) -> str:
+        """The KV cache line of a run's stats: positions held at the end ('window' mode holds at
+        most block_size), with the full multi-head cache beside a grouped-query or windowed one."""
+        c = bundle.model_config
+        positions = prompt_len + max((len(s.events) for s in done.samples), default=0)
+        if done.info.get("context") != "extend":
+            positions = min(positions, int(c.block_size))
+        element = next(bundle.model.parameters()).element_size()
+        return kv_cache_note(c, positions, len(done.samples), element)
+
+    def summary(self, done: Done) -> str | None:
+        """The run's mode when it went past block_size, and its KV cache (see _cache_note)."""
+        parts = [f"context {done.info['context']}"] if done.info.get("context") == "extend" else []
+        if done.info.get("kv_cache"):
+            parts.append(done.info["kv_cache"])
+        return " · ".join(parts) or None
 
     def streams_live(self, request: GenerateRequest) -> bool:
         """One sample streams live; several are printed one after another at the end."""

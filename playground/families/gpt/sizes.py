@@ -1,6 +1,8 @@
 """How big a GPT is, from its config alone (for the server's size limits)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from playground.families.layer_sizes import (
     TransformerSizes,
     attention,
@@ -95,8 +97,47 @@ class GPTSizes(TransformerSizes):
                        f"{(total - idle_experts(c)) / 1e6:.2f}M of the {total / 1e6:.2f}M parameters.")
         return out
 
-    def kv_cache_floats(self, config: GPTConfig, batch: int = 1, length: int | None = None) -> int:
+    def kv_cache_floats(self, config: GPTConfig, batch: int = 1, length: int | None = None,
+                        windowed: bool = False) -> int:
         """Floats of a KV cache for ``batch`` sequences of ``length`` tokens (block_size when None):
-        keys and values of every layer, n_kv_heads heads each (n_kv_heads / n_head of MHA's)."""
+        keys and values of every layer, n_kv_heads heads each (n_kv_heads / n_head of MHA's).
+        ``windowed`` with a sliding window W: only the last W positions are kept."""
         c = config
-        return 2 * c.n_layer * batch * (length or c.block_size) * kv_width(c)
+        kept = length or c.block_size
+        if windowed and c.attn_window:
+            kept = min(kept, c.attn_window)
+        return 2 * c.n_layer * batch * kept * kv_width(c)
+
+    def kv_cache_table(self, config: GPTConfig, length: int, batch: int = 1, element_size: int = 4) -> list[dict]:
+        """Bytes of the KV cache after ``length`` tokens, one row per way of keeping it: every
+        position with a key/value head per query head (multi-head), with this model's key/value
+        heads (grouped-query), and the last attn_window positions only (a windowed cache).
+        Rows: {"cache", "positions", "kv_heads", "bytes"}; the last row is what this model uses."""
+        c = config
+        mha = replace(c, n_kv_heads=0)
+        rows = [{"cache": "full, multi-head", "positions": length, "kv_heads": c.n_head,
+                 "bytes": self.kv_cache_floats(mha, batch, length) * element_size}]
+        if c.kv_heads != c.n_head:
+            heads = f"{c.kv_heads} key/value head{'s' * (c.kv_heads > 1)}"
+            rows.append({"cache": f"full, {heads} (grouped-query)", "positions": length,
+                         "kv_heads": c.kv_heads, "bytes": self.kv_cache_floats(c, batch, length) * element_size})
+        if c.attn_window and c.attn_window < length:
+            rows.append({"cache": f"windowed, last {c.attn_window} positions", "positions": c.attn_window,
+                         "kv_heads": c.kv_heads,
+                         "bytes": self.kv_cache_floats(c, batch, length, windowed=True) * element_size})
+        return rows
+
+
+def kv_cache_note(config: GPTConfig, length: int, batch: int = 1, element_size: int = 4) -> str:
+    """One line for a run's stats: the KV cache this model keeps after ``length`` positions and,
+    for grouped-query or windowed attention, what a full multi-head cache would take."""
+    rows = GPTSizes().kv_cache_table(config, length, batch, element_size)
+    used, full = rows[-1], rows[0]
+    text = f"KV cache {_kib(used['bytes'])} for {length} positions"
+    if used is full:
+        return text
+    return f"{text} ({used['cache']}; {_kib(full['bytes'])} {full['cache']}, {full['bytes'] / used['bytes']:.0f}x more)"
+
+
+def _kib(n_bytes: int) -> str:
+    return f"{n_bytes / 1024:,.1f} KiB"
