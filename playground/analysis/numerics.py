@@ -21,11 +21,13 @@ import torch
 from torch import Tensor, nn
 
 from playground.analysis.query import Query
+from playground.errors import TooBigError
 
 NOISE_ULPS = 1024  # a difference within this many machine epsilons of the output counts as noise
 # methods whose values scale with 1 − p when the output saturates (gradients of log p, output changes)
 OUTPUT_SENSITIVE = frozenset({"saliency", "ixg", "jw_grad", "ig", "loo", "loo_delete", "deeplift", "relevancy"})
 LOO_METHODS = frozenset({"loo", "loo_delete"})
+FLOAT64_MAX_PARAMETERS = 10_000_000  # a float64 copy is for small models (twice the memory, slow on GPUs)
 
 
 def model_dtype(model: nn.Module) -> torch.dtype:
@@ -115,8 +117,19 @@ def _module_path(model: nn.Module, module: nn.Module) -> str:
     raise ValueError("the query's attributed layer is not a module of its model")
 
 
+def check_float64(model: nn.Module) -> None:
+    """Refuse a float64 copy of a model above FLOAT64_MAX_PARAMETERS (TooBigError, with the reason)."""
+    n = sum(p.numel() for p in model.parameters())
+    if n > FLOAT64_MAX_PARAMETERS:
+        raise TooBigError(
+            f"float64 is offered for small models only: this one has {n:,} parameters, above "
+            f"{FLOAT64_MAX_PARAMETERS:,}. A float64 copy doubles the model's memory and runs many times slower "
+            "(GPUs have little float64 throughput). Run without float64; a saturated output is still flagged.")
+
+
 def float64_model(model: nn.Module) -> nn.Module:
-    """A float64 deep copy of ``model`` in eval mode (the original is untouched)."""
+    """A float64 deep copy of ``model`` in eval mode (the original is untouched); TooBigError above the cap."""
+    check_float64(model)
     return copy.deepcopy(model).double().eval()
 
 

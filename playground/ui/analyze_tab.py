@@ -20,6 +20,7 @@ from typing import Any
 import gradio as gr
 
 from playground.analysis.explainer import FamilyExplainer
+from playground.analysis.numerics import FLOAT64_MAX_PARAMETERS
 from playground.errors import PlaygroundError
 from playground.families import get_family
 from playground.scratch import download_dir
@@ -225,11 +226,12 @@ def run_analysis(workspace: Workspace, device: str, checkpoint: str | None, text
                  sample: Any, position: Any, target: Any, methods: list[str] | None, layer: Any, head: Any,
                  ig_steps: Any, ig_auto: bool, handoff: dict | None = None,
                  progress: gr.Progress | None = None, max_ig_steps: int | None = None,
-                 caps: Any = None) -> Explanation:
+                 caps: Any = None, float64: bool = False) -> Explanation:
     """Run the per-input analysis and show it.
 
     `max_ig_steps` (a shared server's cap) bounds integrated gradients' steps, the auto-raise included;
-    `caps` (default FULL_CAPS) bounds the text's length."""
+    `caps` (default FULL_CAPS) bounds the text's length; `float64` runs every method on a float64
+    copy of the model (AnalysisOptions.float64, the CLI's --float64; small models only)."""
     from playground.analysis.explain.attributions import MAX_STEPS
     from playground.analysis.explain.per_input import (
         AnalysisOptions,
@@ -256,7 +258,8 @@ def run_analysis(workspace: Workspace, device: str, checkpoint: str | None, text
             spec.text = text or ""
     ig_max = min(MAX_STEPS, max_ig_steps or MAX_STEPS)
     options = AnalysisOptions(methods=tuple(methods), layer=_int_or_none(layer), head=_int_or_none(head),
-                              ig_steps=min(int(ig_steps or 50), ig_max), ig_auto=bool(ig_auto), ig_max_steps=ig_max)
+                              ig_steps=min(int(ig_steps or 50), ig_max), ig_auto=bool(ig_auto), ig_max_steps=ig_max,
+                              float64=bool(float64))
     report = (lambda frac, name: progress(frac, desc=f"computing {name}")) if progress is not None else None
     result = analyze_checkpoint(bundle, spec, options, device=device, private=True, progress=report)
     grounding = result.pointing if result.pointing is not None else result.alignment
@@ -313,6 +316,9 @@ def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, abou
                                      label="Integrated-gradients steps (start)",
                                      info=f"at most {ig_cap} on this server, the auto-raise included" if ig_cap else None)
                 ig_auto = gr.Checkbox(value=True, label="Raise IG steps until |δ| ≤ 5% of |F(x) − F(x′)|")
+                float64 = gr.Checkbox(value=False, label="Double precision (float64)", elem_id="analyze-float64",
+                                      info=f"for a saturated output (1 − p near float32's resolution): every method "
+                                           f"runs on a float64 copy; models up to {FLOAT64_MAX_PARAMETERS:,} parameters")
                 gr.Markdown("Methods: " + "; ".join(f"`{k}` {v}" for k, v in METHODS.items()))
             with gr.Row():
                 run_btn = gr.Button("Explain", variant="primary", elem_id="analyze-run")
@@ -338,14 +344,15 @@ def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, abou
                  api_visibility="private")
 
     def _run(space, checkpoint, text, image, sample, position, target, methods, layer, head, ig_steps, ig_auto, handoff,
-             progress=gr.Progress()):
+             f64=False, progress=gr.Progress()):
         return run_analysis(space, device, checkpoint, text, image, sample, position, target, methods, layer, head,
                             ig_steps, ig_auto, handoff, progress, max_ig_steps=ctx.settings.caps.max_ig_steps,
-                            caps=ctx.settings.caps)
+                            caps=ctx.settings.caps, float64=bool(f64))
 
     event = run_btn.click(None, None, [summary], js="() => 'Explaining… (the progress bar below shows how far)'",
                           queue=False, show_progress="hidden").then(
-        ctx.per_user(_run), [ctx.user, checkpoint, text, image, sample, position, target, methods, layer, head, ig_steps, ig_auto, handoff],
+        ctx.per_user(_run), [ctx.user, checkpoint, text, image, sample, position, target, methods, layer, head, ig_steps, ig_auto, handoff,
+                             float64],
         shown, api_name="analyze", **ctx.analysis())
     stop_btn.click(None, None, None, cancels=[event], api_visibility="private")
     ctx.selection.change(ctx.per_user(from_selection), [ctx.user, ctx.selection],

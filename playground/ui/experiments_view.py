@@ -36,7 +36,7 @@ EXPERIMENT_LABELS: dict[str, str] = {
     "erasure": "Erasure to decision flip (S&S)",
     "aopc": "Deletion / insertion, AOPC, ERASER",
     "pointing": "Pointing game (vit-shapes)",
-    "sanity": "Sanity check: cascading model randomisation (Adebayo)",
+    "sanity": "Sanity check: cascading model (and optionally data-label) randomisation (Adebayo)",
 }
 ALL_METHODS = ["attention", "attention_mean", "rollout", "norm", "relevancy", "flow", "saliency", "ixg", "ig", "loo",
                "attention_grad", "random"]
@@ -101,7 +101,8 @@ def module_update(workspace: Any, settings: Any, checkpoint: str | None) -> dict
 
 def build_options(settings: Any, n: float, seed: float, module: str | None, heads: str, epsilon: str, n_perm: float,
                   steps: float, k: float, views: list[str], references: list[str], methods: list[str], level: str,
-                  seeds: str, retrain_steps: float | None) -> Any:
+                  seeds: str, retrain_steps: float | None, float64: bool = False,
+                  label_randomisation: bool = False) -> Any:
     """Widget values -> ExperimentOptions (demo caps applied)."""
     from playground.analysis.experiments.runner import (
         ExperimentOptions,
@@ -117,7 +118,8 @@ def build_options(settings: Any, n: float, seed: float, module: str | None, head
         k=max(1, int(k or 5)), epsilon=eps, steps=max(1, int(steps or DEFAULT_STEPS)),
         views=tuple(views or ()), references=tuple(references or ()), methods=tuple(methods) if methods else None,
         level=level or "attention", seeds=parse_ints(seeds), retrain_steps=int(retrain_steps) if retrain_steps else None,
-        device=settings.resolved_device, max_steps_cap=caps.max_train_steps,
+        device=settings.resolved_device, max_steps_cap=caps.max_train_steps, float64=bool(float64),
+        label_randomisation=bool(label_randomisation),
     )
 
 
@@ -205,9 +207,12 @@ def cleared() -> tuple[Any, ...]:
 def run_experiment(workspace: Any, settings: Any, checkpoint: str | None, experiment: str, n: float, seed: float,
                    module: str | None, heads: str, epsilon: str, n_perm: float, steps: float, k: float,
                    views: list[str], references: list[str], methods: list[str], level: str, seeds: str,
-                   retrain_steps: float | None, progress: Any = None):
+                   retrain_steps: float | None, progress: Any = None, float64: bool = False,
+                   label_randomisation: bool = False):
     """Generator handler: yields the result area (ExperimentView) as it goes; the status line says
-    the time so far and, after the first example, about how long is left.
+    the time so far and, after the first example, about how long is left. ``float64`` runs on a
+    float64 copy of the model (small models); ``label_randomisation`` adds the sanity check's
+    shuffled-label retrain.
 
     Stopping (the Stop button cancels this generator) keeps the last yielded partial result on
     screen and in the download files.
@@ -219,7 +224,7 @@ def run_experiment(workspace: Any, settings: Any, checkpoint: str | None, experi
         raise PlaygroundError(f"Pick an experiment ({', '.join(EXPERIMENT_LABELS.values())}).")
     bundle = _load(workspace, settings, checkpoint)
     options = build_options(settings, n, seed, module, heads, epsilon, n_perm, steps, k, views, references, methods, level,
-                            seeds, retrain_steps)
+                            seeds, retrain_steps, float64, label_randomisation)
     private = dataclasses.replace(bundle, model=private_copy(bundle.model))  # captum hooks stay on our copy
     folder = download_dir("playground-experiment-")
     gen = iter_experiment(experiment, private, options, workspace, caps=settings.caps)
@@ -356,6 +361,8 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None, tab: gr.Tab | 
     the view makes its own (refreshed as ``/refresh_experiments_models``). ``tab``: the tab the
     view sits in; the time estimate (which times one example) waits until it is first opened.
     """
+    from playground.analysis.numerics import FLOAT64_MAX_PARAMETERS
+
     st = ctx.settings
 
     def hint(field: str) -> str | None:
@@ -403,6 +410,14 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None, tab: gr.Tab | 
             seeds = gr.Textbox(value="1,2", label="Extra training seeds (seed variance)", info=hint("max_extra_seeds"))
             retrain_steps = gr.Number(value=None, precision=0, label="Retrain steps (empty = the preset's)",
                                       info=hint("max_train_steps"))
+        with gr.Row():
+            float64 = gr.Checkbox(value=False, label="Double precision (float64)", elem_id="exp-float64",
+                                  info="saturated outputs: gradients and leave-one-out changes above float32's noise; "
+                                       f"models up to {FLOAT64_MAX_PARAMETERS:,} parameters")
+            label_randomisation = gr.Checkbox(
+                value=False, label="Sanity check: also retrain on shuffled labels", elem_id="exp-label-randomisation",
+                info="Adebayo's data test, classifiers only: a quick retrain (<checkpoint>-shuffled, reused) whose "
+                     "maps are compared with the trained model's")
     with gr.Row():
         run_btn = gr.Button("Run", variant="primary", elem_id="exp-run")
         stop_btn = gr.Button("Stop", variant="stop", elem_id="exp-stop")
@@ -455,14 +470,16 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None, tab: gr.Tab | 
            seed.change], estimate_fn, trigger_mode="always_last", api_visibility="private",  # a page helper only
           **estimate_io)
 
-    def _run(space, c, e, n_, s, m, h, eps, npm, stp, k_, v, r, meth, lv, sd, rs, progress=gr.Progress()):
+    def _run(space, c, e, n_, s, m, h, eps, npm, stp, k_, v, r, meth, lv, sd, rs, f64=False, shuffle=False,
+             progress=gr.Progress()):
         with ctx.jobs.claim(space.key, "experiment", e or "experiment", st.caps.max_experiments_per_user, "experiment"):
-            yield from run_experiment(space, st, c, e, n_, s, m, h, eps, npm, stp, k_, v, r, meth, lv, sd, rs, progress)
+            yield from run_experiment(space, st, c, e, n_, s, m, h, eps, npm, stp, k_, v, r, meth, lv, sd, rs, progress,
+                                      float64=bool(f64), label_randomisation=bool(shuffle))
 
     # The old result's status goes at once, in the browser (a server round trip waits behind a running job).
     run_event = run_btn.click(None, None, [status], js=f"() => {json.dumps(ctx.queued_notice('Experiment'))}",
                               queue=False, show_progress="hidden").then(
-        ctx.per_user(_run), [ctx.user, *options_in],
+        ctx.per_user(_run), [ctx.user, *options_in, float64, label_randomisation],
         ExperimentView.wire(status=status, summary=summary, chart=chart, table=table, files=files,
                             result_path=result_path, example=example, adversarial_box=adversarial_box),
         api_name="experiments_run",
