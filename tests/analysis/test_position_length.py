@@ -120,3 +120,15 @@ def test_kv_cache_table_full_grouped_and_windowed():
     assert [r["bytes"] for r in rows] == [per_head * 4 * 100, per_head * 2 * 100, per_head * 2 * 8]
     assert GPTSizes().kv_cache_table(GPTConfig(), 50) == [
         {"cache": "full, multi-head", "positions": 50, "kv_heads": 4, "bytes": 2 * 4 * 50 * 128 * 4}]
+
+
+def test_cli_positions_command(ws, capsys, tmp_path):
+    base = ["--workspace", str(ws.root), "positions"]
+    csv = tmp_path / "loss.csv"
+    assert main([*base, "rope", "--factor", "2", "--windows", "2", "--json", "--csv", str(csv)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["trained"] == BLOCK and out["positions"] == 2 * BLOCK and len(out["loss"]) == 2 * BLOCK
+    assert out["loss"] == checkpoint_position_loss(load_bundle("rope", ws), 2, 2, ws).loss  # the same function
+    assert len(csv.read_text().splitlines()) == 2 * BLOCK + 1
+    assert main([*base, "learned"]) != 0
+    assert "learned positions" in capsys.readouterr().err
