@@ -71,6 +71,7 @@ class FormField:
 def _form_fields() -> list[FormField]:
     from playground.data.images import IMAGE_SETS
     from playground.data.pairs import PAIR_SETS
+    from playground.families.imagegpt.pixels import MAX_LEVELS, MIN_LEVELS
     from playground.families.text_classifier.training import TEXT_SETS
     from playground.models.layers import FFNS, NORM_PLACEMENTS, NORMS
     from playground.models.positional import POS_ENCODINGS
@@ -120,6 +121,9 @@ def _form_fields() -> list[FormField]:
         FormField("data.texts", "Text set", "choice", TEXT_SETS,
                   info="reviews: generated, with rationales; csv: upload text,label rows below; sst2: download"),
         FormField("data.n", "Examples", "int", info="0 = all / default"),
+        FormField("data.levels", "Grey levels", "int",
+                  info=f"{MIN_LEVELS} to {MAX_LEVELS}: each pixel becomes one of these levels, one token each "
+                       "(more = finer pictures, more to predict)"),
     ]
 
 

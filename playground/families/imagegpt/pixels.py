@@ -32,6 +32,7 @@ SIDE = 8  # the digits are 8x8
 N_PIXELS = SIDE * SIDE
 GIVEN = N_PIXELS // 2  # the upper half: rows 0-3
 ASCII_RAMP = " .:-=+*#%@"
+MIN_LEVELS, MAX_LEVELS = 2, 10  # grey levels: one character each ("0" .. "9")
 
 
 @dataclass
@@ -39,14 +40,15 @@ class PixelDataConfig:
     """`[data]` for ImageGPT: the digits, their grey levels and a seeded train/val split."""
 
     dataset: Literal["digits"] = "digits"
-    levels: int = 4  # grey levels, 2..10 (one character each)
+    levels: int = 4  # grey levels, MIN_LEVELS..MAX_LEVELS (one character each)
     n: int = 0  # images (0 = all 1797)
     val_fraction: float = 0.2
     seed: int = 0  # the split (kept apart from train.seed)
 
     def __post_init__(self) -> None:
-        if not 2 <= self.levels <= 10:
-            raise ConfigError(f"data.levels must be between 2 and 10, got {self.levels}.")
+        if isinstance(self.levels, bool) or not isinstance(self.levels, int) or not MIN_LEVELS <= self.levels <= MAX_LEVELS:
+            raise ConfigError(f"data.levels must be a whole number from {MIN_LEVELS} to {MAX_LEVELS} (grey levels per "
+                              f"pixel, one token each), got {self.levels!r}.")
         if not 0.0 < self.val_fraction < 1.0:
             raise ConfigError(f"data.val_fraction must be in (0, 1), got {self.val_fraction}.")
         if self.n < 0:
