@@ -99,6 +99,10 @@ def main(argv: list[str] | None = None) -> None:
     # Before torch loads: idle OpenMP threads sleep instead of spinning, so trainings (each in its
     # own process) and generations sharing a few cores do not burn them waiting on each other.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # gradio switches matplotlib to "agg" around every event; with the backend left to be
+    # guessed, the first event of a server imports pyplot to guess it (0.6 s for the first click).
+    # A server never opens a window: say "agg" up front.
+    os.environ.setdefault("MPLBACKEND", "agg")
     args = parse_args(argv)
     from playground.errors import PlaygroundError
     from playground.settings import make_settings

@@ -151,3 +151,20 @@ def test_launched_app_rate_limits_logins(tmp_path):
         out, _ = proc.communicate(timeout=30)
     assert "Traceback" not in out
     assert "wonderland" not in out and "guess" not in out  # passwords never printed
+
+
+def test_main_names_the_matplotlib_backend(monkeypatch, tmp_path):
+    """A server says "agg" before gradio's first event would import pyplot to guess a backend; a
+    backend the operator chose is kept."""
+    import launch
+    import playground.ui.app as app_module
+
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    monkeypatch.setattr(app_module, "build_app", lambda settings: None)
+    monkeypatch.setattr(launch, "serve", lambda *args: None)
+    monkeypatch.delenv("MPLBACKEND", raising=False)
+    main(["--workspace", str(tmp_path / "ws"), "--device", "cpu"])
+    assert os.environ["MPLBACKEND"] == "agg"
+    monkeypatch.setenv("MPLBACKEND", "svg")
+    main(["--workspace", str(tmp_path / "ws"), "--device", "cpu"])
+    assert os.environ["MPLBACKEND"] == "svg"

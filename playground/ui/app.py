@@ -27,6 +27,7 @@ from playground.ui import (
 )
 from playground.ui.context import AppContext, refresh_all, remember_answer, skip_repeats
 from playground.ui.page_cache import PageCache
+from playground.ui.skips import Blocks
 
 TABS = (
     ("tokenizer", "Tokenizer", tokenizer_tab),
@@ -105,7 +106,7 @@ def assign_browser_token(token: str | None) -> tuple[str, str]:
 def build_app(settings: Settings) -> gr.Blocks:
     """Build (not launch) the app for these settings."""
     spaces = Spaces(settings.workspace, settings.library, max_entries=settings.caps.max_entries_per_user)
-    with gr.Blocks(title="Transformer Playground", delete_cache=DELETE_CACHE) as app:
+    with Blocks(title="Transformer Playground", delete_cache=DELETE_CACHE) as app:
         gr.Markdown(header_markdown(settings), elem_id="header")
         browser = gr.BrowserState(None, storage_key=BROWSER_KEY, secret=read_secret(spaces.root))
         user = gr.State(None)
