@@ -100,17 +100,19 @@ def test_extend_runs_alone_not_in_the_batch():
 
 @pytest.mark.parametrize("pos,kv_heads", [("rope", 0), ("alibi", 1), ("sinusoidal", 0), ("none", 2)])
 def test_windowed_cache_equals_band_mask_recomputation(pos, kv_heads):
-    """Window 3, block 8: decode 20 positions token by token (past the block), after a 5-token
-    prompt, with the ring cache; every step's logits equal a full forward with the band mask."""
+    """Window 3, block 8: a 5-token prompt, single tokens, a 4-token chunk at an offset, single
+    tokens again, out to 25 positions (past the block) with the ring cache; every position's
+    logits equal a full forward with the band mask."""
     model = tiny_gpt(pos, window=3, kv_heads=kv_heads)
     ids = torch.randint(0, VOCAB, (2, 25), generator=torch.Generator().manual_seed(1))  # [B,T]
     with torch.no_grad():
         full = model.forward_beyond(ids)  # [B,25,V], band mask over all 25 positions
         cache = model.new_cache(25, windowed=True)
         assert isinstance(cache, WindowedKVCache)
-        got = [model(ids[:, :5], cache=cache)]  # the prompt: 5 > W tokens at once
-        for t in range(5, 25):
-            got.append(model(ids[:, t : t + 1], cache=cache))
+        got, t = [], 0
+        for size in [5] + [1] * 6 + [4] + [1] * 10:  # chunks of more than W tokens, at offset 0 and 11
+            got.append(model(ids[:, t : t + size], cache=cache))
+            t += size
     torch.testing.assert_close(torch.cat(got, dim=1), full, atol=1e-4, rtol=1e-4)
     assert cache.nbytes() == 2 * 2 * 2 * 3 * model.config.kv_heads * 8 * 4  # K and V, 2 layers, B 2, W 3, hd 8, fp32
 
