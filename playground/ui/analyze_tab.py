@@ -24,7 +24,7 @@ from playground.analysis.numerics import FLOAT64_MAX_PARAMETERS
 from playground.errors import PlaygroundError
 from playground.families import get_family
 from playground.scratch import download_dir
-from playground.ui import experiments_view, heads_view
+from playground.ui import coverage_view, experiments_view, heads_view
 from playground.ui.components import Chart, ReadableImage, Slider
 from playground.ui.context import AppContext, model_choices, text_hint
 from playground.ui.tables import Table
@@ -289,6 +289,7 @@ def build(ctx: AppContext) -> None:
         with gr.Tab("Experiments", id="analyze-experiments", elem_id="analyze-experiments") as experiments_tab:
             experiments_view.build(ctx, checkpoint, experiments_tab)  # shares the checkpoint dropdown
     heads_view.build(ctx, device, checkpoint)  # the Heads accordion, under both sub-tabs
+    coverage_view.build(ctx, device, checkpoint)  # repeated/dropped source words (seq2seq)
 
 
 def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, about: gr.Markdown) -> None:
