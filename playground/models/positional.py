@@ -14,14 +14,15 @@ from playground.errors import PlaygroundError
 from playground.models.base import lookup
 
 
-def sinusoidal_table(n_positions: int, d_model: int, base: float = 10000.0) -> Tensor:
-    """Vaswani et al. 2017: PE[p, 2i] = sin(p / base^(2i/d)), PE[p, 2i+1] = cos(same). [P, D]"""
+def sinusoidal_table(n_positions: int, d_model: int, base: float = 10000.0, start: int = 0) -> Tensor:
+    """Vaswani et al. 2017: PE[p, 2i] = sin(p / base^(2i/d)), PE[p, 2i+1] = cos(same). [P, D]
+    for p = 0 .. P - 1 (rows start .. P - 1 only when ``start`` > 0: [P - start, D])."""
     if d_model % 2:
         raise ValueError("sinusoidal encoding needs an even d_model")
-    pos = torch.arange(n_positions, dtype=torch.float64)[:, None]  # [P, 1]
+    pos = torch.arange(start, n_positions, dtype=torch.float64)[:, None]  # [P, 1]
     freq = base ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)  # [D/2]
     angle = pos * freq  # [P, D/2]
-    table = torch.empty(n_positions, d_model, dtype=torch.float64)
+    table = torch.empty(pos.shape[0], d_model, dtype=torch.float64)
     table[:, 0::2] = torch.sin(angle)
     table[:, 1::2] = torch.cos(angle)
     return table.float()
@@ -81,7 +82,7 @@ class PositionalEmbedding(nn.Module):
                 f"Learned positions stop at {self.n_positions}: the table has one trained vector per "
                 f"position seen in training, and none for position {self.n_positions} or later "
                 f"({end} positions asked). Sinusoidal, RoPE, ALiBi or no positions can go further.")
-        return sinusoidal_table(end, self.weight.shape[1])[offset:end].to(self.weight)  # [T, D]
+        return sinusoidal_table(end, self.weight.shape[1], start=offset).to(self.weight)  # [T, D]: these rows only
 
 
 class Rotary(nn.Module):
@@ -96,10 +97,10 @@ class Rotary(nn.Module):
         self.register_buffer("cos", cos, persistent=False)
         self.register_buffer("sin", sin, persistent=False)
 
-    def table(self, n_positions: int) -> tuple[Tensor, Tensor]:
-        """(cos, sin) [P, hd] of positions 0 .. P - 1, computed in float64 then rounded."""
+    def table(self, n_positions: int, start: int = 0) -> tuple[Tensor, Tensor]:
+        """(cos, sin) [P - start, hd] of positions start .. P - 1, computed in float64 then rounded."""
         inv_freq = self.base ** (-torch.arange(0, self.head_dim, 2, dtype=torch.float64) / self.head_dim)
-        angle = torch.arange(n_positions, dtype=torch.float64)[:, None] * inv_freq  # [P, hd/2]
+        angle = torch.arange(start, n_positions, dtype=torch.float64)[:, None] * inv_freq  # [P, hd/2]
         angle = torch.cat([angle, angle], dim=-1)  # [P, hd]
         return angle.cos().float(), angle.sin().float()
 
@@ -107,11 +108,11 @@ class Rotary(nn.Module):
         """Rotate x [B, H, T, hd] as positions offset .. offset + T - 1 (any position: past the
         cached table the angles are computed)."""
         T = x.shape[-2]
-        cos, sin = self.cos, self.sin
-        if offset + T > cos.shape[0]:
-            cos, sin = (t.to(x.device) for t in self.table(offset + T))
-        cos = cos[offset : offset + T].to(x.dtype)  # [T, hd]
-        sin = sin[offset : offset + T].to(x.dtype)
+        if offset + T > self.cos.shape[0]:  # past the table: only these T positions' angles
+            cos, sin = (t.to(device=x.device, dtype=x.dtype) for t in self.table(offset + T, start=offset))
+        else:
+            cos = self.cos[offset : offset + T].to(x.dtype)  # [T, hd]
+            sin = self.sin[offset : offset + T].to(x.dtype)
         x1, x2 = x.chunk(2, dim=-1)
         return x * cos + torch.cat([-x2, x1], dim=-1) * sin
 

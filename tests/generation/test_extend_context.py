@@ -142,3 +142,15 @@ def test_window_mode_with_a_sliding_window_model_decodes_with_the_ring():
     assert cached.samples[0].ids == uncached.samples[0].ids
     extended = generate_lm(tiny_gpt("rope", window=3), None, [1, 2], max_new_tokens=30, sampling=GREEDY, context="extend")
     assert extended.samples[0].ids == greedy_by_recomputation(tiny_gpt("rope", window=3), [1, 2], 30)
+
+
+def test_positions_past_the_table_are_computed_row_by_row_as_in_the_full_table():
+    """Decoding past block_size computes only the new positions' angles / vectors: the same rows."""
+    from playground.models.positional import Rotary, sinusoidal_table
+
+    assert torch.equal(sinusoidal_table(300, 16)[250:], sinusoidal_table(300, 16, start=250))
+    rotary = Rotary(8, 16)
+    cos, sin = rotary.table(300)
+    assert torch.equal(cos[250:], rotary.table(300, start=250)[0]) and torch.equal(sin[250:], rotary.table(300, start=250)[1])
+    x = torch.randn(1, 1, 5, 8)
+    torch.testing.assert_close(rotary(x, offset=250), Rotary(8, 300)(x, offset=250))  # computed vs looked up
