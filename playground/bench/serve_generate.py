@@ -250,6 +250,15 @@ def engine_rounds(users: int, rounds: int, new_tokens: int, light_slots: int = 4
             pass
         return time.perf_counter() - t0
 
+    try:
+        _engine_rounds(users, rounds, new_tokens, light_slots, one, figures)
+    finally:
+        batcher.close()  # a worker still inside a torch op when the interpreter exits aborts it
+    return figures
+
+
+def _engine_rounds(users: int, rounds: int, new_tokens: int, light_slots: int, one: Any,
+                   figures: dict[str, Figures]) -> None:
     for r in range(-1, rounds):  # round -1 warms up
         for mode in (MODES if r % 2 == 0 else MODES[::-1]):
             batched = mode == "batched"
@@ -262,7 +271,6 @@ def engine_rounds(users: int, rounds: int, new_tokens: int, light_slots: int = 4
                 wall = time.perf_counter() - t0
                 (figures[mode].many if many else figures[mode].alone).extend(lat)
                 (figures[mode].many_tps if many else figures[mode].alone_tps).append(n * new_tokens / wall)
-    return figures
 
 
 def _s(v: float | None) -> str:
