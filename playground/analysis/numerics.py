@@ -8,7 +8,10 @@ Kendall τ of attention against them moves with the arithmetic, not the model.
   units of the model's machine epsilon, and whether that is within :data:`NOISE_ULPS`.
 - :func:`loo_at_noise` says whether leave-one-out output changes are at that noise level.
 - :func:`query_in_float64` copies a query onto a float64 copy of its model (cheap for the
-  small models the experiments run on), which is the remedy the warnings offer.
+  small models the experiments run on), which is the remedy the warnings offer; a model above
+  :data:`FLOAT64_MAX_PARAMETERS` is refused (:func:`check_float64`).
+- :func:`noisy_methods` / :func:`pair_note`: which methods of one example rank noise, and the
+  flag an agreement row or pair shows beside its number.
 """
 from __future__ import annotations
 

@@ -135,3 +135,15 @@ def test_a_family_without_labels_is_refused_before_anything_trains(tmp_path) -> 
     with pytest.raises(ConfigError, match="cascading model randomisation still runs"):
         drive(iter_experiment("sanity", gpt, ExperimentOptions(n=1, label_randomisation=True), ws))
     assert not ws.exists("models", shuffled_name(gpt.name))
+
+
+def test_a_retrained_copy_whose_labels_were_not_shuffled_is_refused(ws) -> None:
+    from playground.training.engine import run_training
+
+    preset = Preset("tiny-textclf", "text_classifier", model=dict(TEXT_MODEL), data={"texts": "reviews", "n": 120},
+                    train=dict(TINY_TRAIN))
+    for name in ("plain", "plain-shuffled"):  # a '-shuffled' sibling trained on the true labels
+        run_training(preset, ws, name, device="cpu")
+    opts = ExperimentOptions(n=1, methods=("attention",), label_randomisation=True)
+    with pytest.raises(ConfigError, match="not trained on shuffled labels"):
+        drive(iter_experiment("sanity", load_bundle("plain", ws), opts, ws))

@@ -4,8 +4,9 @@
     result = drive(gen, progress=print)
 
 Held-out examples come from the checkpoint's validation split (experiments_data). Seed
-variance and the uniform retrain train new checkpoints through the trainer, named
-``<checkpoint>-seed<S>`` and ``<checkpoint>-uniform``; existing ones are reused.
+variance, the uniform retrain and the sanity check's data-label randomisation train new
+checkpoints through the trainer, named ``<checkpoint>-seed<S>``, ``<checkpoint>-uniform`` and
+``<checkpoint>-shuffled``; existing ones are reused.
 """
 from __future__ import annotations
 
@@ -224,6 +225,10 @@ def _shuffled_model(bundle: Bundle, o: ExperimentOptions, workspace: Workspace |
         if is_stopped(stop):
             return None
     shuffled = _load(name, _own(workspace), o.device)
+    if (shuffled.config.get("data") or {}).get("shuffled_labels") is not True:  # the adapter's own record
+        raise ConfigError(f"{name} was not trained on shuffled labels: the {bundle.family} data path did not report "
+                          "shuffling them (its adapter has no label-shuffling switch), so its maps cannot serve "
+                          "the data-label test.")
     _check_same_inputs(bundle, shuffled)
     yield Progress("sanity", 0, o.n, "validation accuracy of both models (true labels)")
     evaluate = wp.evaluator_for(bundle, workspace, o.device, o.eval_examples)
