@@ -244,3 +244,23 @@ def test_explanations_run_for_a_masked_token_and_a_class(bundles) -> None:
     result = analyze_checkpoint(clf, InputSpec(text="the plot was good", target="positive"), opts)
     assert result.prepared.target_label == "positive" and result.prepared.units[0] == "[CLS]"
     assert all(result.importances[m].shape == (1, 6) for m in opts.methods)
+
+
+def test_generate_tab_fills_masks_and_hands_a_mask_to_analyze(bundles, workspace: Workspace) -> None:
+    from playground.ui.analyze_tab import handoff_of, run_analysis
+    from playground.ui.generate_tab import Env, explain, generate_text
+
+    mlm, _ = bundles
+    env = Env(workspace, "cpu", None)
+    out = list(generate_text(env, "m", "the [MASK] was good and the acting was [MASK]", 1.0, 0, 1.0, 0.0, 1.0, 0.0, 0.0,
+                             20, None, 1, "", 1, 0.0))[-1]
+    fills, _ = fill_mask(mlm, "the [MASK] was good and the acting was [MASK]", top_k=5)
+    table = out.table
+    assert list(table["token"]) == [f.tokens[0] for f in fills]  # one row per mask, best candidate first
+    assert list(table["alt2"]) == [f"{f.tokens[1]} {f.probs[1]:.3f}" for f in fills]
+    selection, _ = explain(out.result, "0:1", {})  # the second mask
+    handoff = handoff_of(workspace, selection)
+    assert handoff["position"] == "9" and handoff["target"] == f"#{fills[1].ids[0]}"
+    shown = run_analysis(workspace, "cpu", "m", handoff["text"], None, None, handoff["position"], handoff["target"],
+                         ["attention", "saliency"], None, None, 8, False, handoff)
+    assert f"`{fills[1].tokens[0]}`" in shown.summary and "position 9" in shown.summary

@@ -94,25 +94,24 @@ class MLMExamples(FamilyExamples):
         from playground.families.bert.explain import prepare_mlm
 
         data = prepared.payload
-        L = data.text.block_size
-        val = data.text.val
-        if len(val) <= L:
-            raise DataError(f"The validation text has {len(val)} tokens, too few for windows of {L}.")
-        starts = torch.randint(len(val) - L, (n,), generator=gen).tolist()
+        rows = [r for r in data.val_rows(1, 4 * n)[0] if len(r) >= 3]
+        if not rows:
+            raise DataError("The validation text has no examples of 3 tokens or more.")
+        pick = torch.randperm(len(rows), generator=gen)[:n].tolist()
         device = next(bundle.model.parameters()).device
         queries, units, gold, labels = [], [], [], []
-        for s in starts:
-            ids, _ = data.frame(val[s:s + L][None])  # [1,T] (segments: unused by one-segment queries)
-            ids = ids[0].tolist()
-            mid = 1 + L // 2
+        for k in pick:
+            ids, _ = data.frame([rows[k]])  # [1,T] one segment's framing is enough for a query
+            ids = [i for i in ids[0].tolist() if i != data.pad_id]
+            mid = 1 + len(rows[k]) // 2
             gold.append(ids[mid])
             ids[mid] = data.mask_id
             p = prepare_mlm(bundle, ids, mid, None, device)
             queries.append(p.query)
             units.append(p.units)
-            labels.append(f"val @{s}: [MASK] at {mid}")
+            labels.append(f"val #{k}: [MASK] at {mid}")
         return HeldOut(bundle.family, "lm", queries, labels, units, gold, [None] * len(queries),
-                       description=f"{len(queries)} validation windows of {L} tokens, the middle one masked")
+                       description=f"{len(queries)} validation examples, the middle token masked")
 
 
 def labelled_fields(data: dict[str, Any]) -> dict[str, Any]:

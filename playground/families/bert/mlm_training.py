@@ -2,8 +2,9 @@
 
 Data (``[data]`` = :class:`MLMDataConfig`): a corpus GPT can read (the embedded ones, an upload)
 or ``reviews`` (generated review texts, labels thrown away), cut head/tail into train and val.
-Each example is a window of the token stream framed as [CLS] tokens [SEP] (with ``segments``:
-[CLS] A [SEP] B [SEP], segment 0 up to the first [SEP], 1 after), corrupted by the 80/10/10 rule
+Each example is a window of the token stream (or, with ``per_line``, one line of the corpus, padded)
+framed as [CLS] tokens [SEP] (with ``segments``: [CLS] A [SEP] B [SEP], segment 0 up to the first
+[SEP], 1 after), corrupted by the 80/10/10 rule
 (:mod:`playground.families.bert.masking`) from a generator seeded by (train.seed, step), so a
 resumed run sees the same masks. The loss is cross-entropy at the selected positions only.
 """
@@ -45,6 +46,7 @@ class MLMDataConfig:
     n_reviews: int = 20000  # corpus = reviews: how many review texts to generate
     reviews_seed: int = 1  # corpus = reviews (the labelled sets use seed 0)
     max_vocab: int = 20000  # tokenizer = words: the most frequent words kept
+    per_line: bool = False  # one example per line (padded) instead of windows of the token stream
     mask_prob: float = 0.15  # share of non-special positions selected for the loss
     mask_token_share: float = 0.8  # of the selected: replaced by [MASK]
     random_token_share: float = 0.1  # of the selected: replaced by a random token (the rest stays)
@@ -65,9 +67,12 @@ class MLMDataConfig:
 
 @dataclass
 class MLMData:
-    """The corpus' token stream (train / val) and what framing and masking need."""
+    """The corpus as a token stream cut into windows, or (``per_line``) one example per line, and
+    what framing and masking need. Rows are content ids [L] without specials."""
 
-    text: TextData  # windows of the content length (block_size minus the specials)
+    text: TextData  # the stream, head/tail split; windows of the content length
+    lines: tuple[list[Tensor], list[Tensor]] | None  # per_line: (train, val) lines, each cut to the content length
+    pad_id: int
     cls_id: int
     sep_id: int
     mask_id: int
@@ -75,25 +80,62 @@ class MLMData:
     rule: MaskRule
     segments: bool
 
-    def frame(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        """Content windows x [B,L] -> ids [B,L+2] ([CLS] x [SEP]) or, with segments, [B,L+3]
-        ([CLS] A [SEP] B [SEP]) and segment ids of the same shape."""
-        B, L = x.shape
-        cls = torch.full((B, 1), self.cls_id, dtype=x.dtype)
-        sep = torch.full((B, 1), self.sep_id, dtype=x.dtype)
-        if not self.segments:
-            return torch.cat([cls, x, sep], 1), torch.zeros(B, L + 2, dtype=torch.long)
-        half = L // 2
-        ids = torch.cat([cls, x[:, :half], sep, x[:, half:], sep], 1)  # [B,L+3]
-        seg = torch.cat([torch.zeros(B, half + 2, dtype=torch.long), torch.ones(B, L - half + 1, dtype=torch.long)], 1)
+    def train_rows(self, seed: int, step: int, global_size: int, start: int, count: int) -> list[Tensor]:
+        """Rows start .. start+count-1 of update ``step``'s global batch (a pure function of seed and step)."""
+        if self.lines is None:
+            starts = self.text.train_starts(seed, step, global_size)[start:start + count]
+            return list(self.text.windows("train", starts)[0])
+        train = self.lines[0]
+        idx = torch.randint(len(train), (global_size,), generator=step_generator(seed, step))[start:start + count]
+        return [train[i] for i in idx.tolist()]
+
+    def val_rows(self, n_batches: int, batch_size: int) -> list[list[Tensor]]:
+        """Fixed validation rows (the same at every evaluation, so curves compare)."""
+        if self.lines is None:
+            return [list(self.text.windows("val", starts)[0]) for starts in self.text.val_starts(n_batches, batch_size)]
+        val = self.lines[1]
+        g = torch.Generator().manual_seed(12345)
+        return [[val[i] for i in torch.randint(len(val), (batch_size,), generator=g).tolist()] for _ in range(n_batches)]
+
+    def frame(self, rows: list[Tensor]) -> tuple[Tensor, Tensor]:
+        """Rows -> ids [B,T]: [CLS] x [SEP] or, with segments, [CLS] A [SEP] B [SEP] (A the first
+        half), right-padded with [PAD]; and segment ids [B,T] (0 up to the first [SEP], then 1)."""
+        extra = framing(self.segments)
+        T = max(len(r) for r in rows) + extra
+        ids = torch.full((len(rows), T), self.pad_id, dtype=torch.long)
+        seg = torch.zeros(len(rows), T, dtype=torch.long)
+        for b, row in enumerate(rows):
+            row = row.long()
+            if self.segments:
+                half = len(row) // 2
+                parts = [row.new_tensor([self.cls_id]), row[:half], row.new_tensor([self.sep_id]), row[half:],
+                         row.new_tensor([self.sep_id])]
+                seg[b, half + 2:len(row) + extra] = 1
+            else:
+                parts = [row.new_tensor([self.cls_id]), row, row.new_tensor([self.sep_id])]
+            framed = torch.cat(parts)
+            ids[b, :len(framed)] = framed
         return ids, seg
 
-    def masked(self, x: Tensor, generator: torch.Generator) -> dict[str, Tensor]:
+    def masked(self, rows: list[Tensor], generator: torch.Generator) -> dict[str, Tensor]:
         """A framed, corrupted batch: ids, segments, labels (IGNORE where not selected)."""
-        ids, seg = self.frame(x)
-        special = (ids == self.cls_id) | (ids == self.sep_id)
+        ids, seg = self.frame(rows)
+        special = (ids == self.cls_id) | (ids == self.sep_id) | (ids == self.pad_id)
         inputs, labels = mask_tokens(ids, special, self.mask_id, self.candidates, generator, self.rule)
         return {"ids": inputs, "segments": seg, "labels": labels}
+
+
+def split_lines(tokenizer: Tokenizer, text: str, val_fraction: float, content: int) -> tuple[list[Tensor], list[Tensor]]:
+    """Each non-empty line's ids (cut to ``content``), head/tail split like the stream."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    ids = [torch.tensor(e.ids[:content], dtype=torch.long)
+           for e in tokenizer.encode_batch(lines, add_special_tokens=False)]
+    ids = [x for x in ids if len(x)]
+    n_val = max(1, int(len(ids) * val_fraction))
+    if len(ids) - n_val < 1:
+        raise DataError(f"The corpus has {len(ids)} non-empty lines; data.per_line needs a few for training and "
+                        "validation: give a longer text or set data.per_line = false.")
+    return ids[:-n_val], ids[-n_val:]
 
 
 def framing(segments: bool) -> int:
@@ -105,7 +147,8 @@ def corpus_text(data: MLMDataConfig, workspace: Workspace | None, limits: Any | 
                 policy: DataPolicy | None) -> tuple[str, str]:
     """The configured corpus' text and a one-line description."""
     if data.corpus == REVIEWS:
-        text = f" {SEP}\n".join(r.text for r in make_reviews(data.n_reviews, data.reviews_seed))  # [SEP] between reviews
+        join = "\n" if data.per_line else f" {SEP}\n"  # a stream marks where one review ends
+        text = join.join(r.text for r in make_reviews(data.n_reviews, data.reviews_seed))
         text = text[:data.max_chars] if data.max_chars else text
         return text, f"{data.n_reviews:,} generated review texts (seed {data.reviews_seed}), labels unused"
     return load_text(data.corpus, workspace, data.max_chars, limits, policy)
@@ -137,22 +180,23 @@ class MLMAdapter(FamilyAdapter):
                             f"{content + 1}: give a longer text or lower model.block_size.")
         train, val = split_text(ids, data.val_fraction, block_size=content)
         candidates = torch.tensor(non_special_ids(tokenizer), dtype=torch.long)
-        payload = MLMData(TextData(train, val, content), config.cls_id, config.sep_id, config.mask_id, candidates,
-                          data.rule, config.segments)
+        lines = split_lines(tokenizer, text, data.val_fraction, content) if data.per_line else None
+        payload = MLMData(TextData(train, val, content), lines, config.pad_id, config.cls_id, config.sep_id,
+                          config.mask_id, candidates, data.rule, config.segments)
         info = {"corpus": data.corpus, "description": description, "tokenizer": data.tokenizer, "chars": len(text),
                 "tokens": len(ids), "train_tokens": len(train), "val_tokens": len(val),
-                "val_fraction": data.val_fraction, "mask_prob": data.mask_prob,
+                "val_fraction": data.val_fraction, "per_line": data.per_line,
+                "lines": None if lines is None else [len(lines[0]), len(lines[1])], "mask_prob": data.mask_prob,
                 "mask_token_share": data.mask_token_share, "random_token_share": data.random_token_share}
         return Prepared(config, payload, tokenizer, None, info)
 
     def batch(self, prep: Prepared, seed: int, step: int, start: int, count: int, global_size: int) -> dict[str, Tensor]:
         data: MLMData = prep.payload
-        starts = data.text.train_starts(seed, step, global_size)[start:start + count]
-        x, _ = data.text.windows("train", starts)  # [b,L]
-        return data.masked(x, step_generator(seed, step, salt=11 + start))
+        rows = data.train_rows(seed, step, global_size, start, count)
+        return data.masked(rows, step_generator(seed, step, salt=11 + start))
 
     def count(self, prep: Prepared, batch: dict[str, Tensor]) -> int:
-        return batch["ids"].numel()
+        return int((batch["ids"] != prep.payload.pad_id).sum())
 
     def loss(self, model: nn.Module, batch: dict[str, Tensor], label_smoothing: float = 0.0) -> Tensor:
         logits = model(batch["ids"], batch["segments"])  # [B,T,V]
@@ -163,8 +207,7 @@ class MLMAdapter(FamilyAdapter):
         """The fixed validation batches (same windows and masks at every evaluation)."""
         data: MLMData = prep.payload
         g = torch.Generator().manual_seed(VAL_MASK_SEED)
-        return [data.masked(data.text.windows("val", starts)[0], g)
-                for starts in data.text.val_starts(cfg.eval_iters, cfg.batch_size)]
+        return [data.masked(rows, g) for rows in data.val_rows(cfg.eval_iters, cfg.batch_size)]
 
     def evaluate(self, model: nn.Module, prep: Prepared, cfg: TrainConfig, caps: DeviceCaps) -> dict[str, float]:
         total, right, n = 0.0, 0, 0
