@@ -129,6 +129,12 @@ class ModelSizes(ABC):
         """Short facts about the model's size worth a line when training starts (none by default)."""
         return []
 
+    def kv_cache_table(self, config: ModelConfig, length: int, batch: int = 1,
+                       element_size: int = 4) -> list[dict[str, Any]] | None:
+        """Bytes of a decoder's KV cache after ``length`` tokens, one row per way of keeping it
+        (full multi-head, grouped-query, windowed); None where the family decodes no such cache."""
+        return None
+
     def is_estimable(self, config: ModelConfig) -> bool:
         """Whether the sizes can be estimated (False: the config's own check says what is wrong)."""
         return True

@@ -39,6 +39,7 @@ TRANSFORMERS = ("gpt", "transformer_seq2seq", "vit")
 LENGTHS = (128, 256, 512, 1024, 2048)  # attention-cost probe; the largest explicit call allocates ~200 MB
 NOTES_BLOCK = 3_150_336  # the notes' one encoder block (d 512, 8 heads, d_ff 2048, no attention biases)
 WALL = {"layers": 12, "heads": 8, "T": 4096, "batch": 32}  # the notes' memory-wall example (fp32)
+KV_FACTOR = 4  # the KV-cache table decodes 4 x block_size tokens (past it where positions allow)
 
 
 def _preset_family(name: str) -> str:
@@ -177,6 +178,16 @@ def compute(source: str, vocab: int, d_model: int, n_head: int, n_layer: int, d_
     notes.append(f"Attention cost, batch {COST_BATCH}, {COST_HEADS} heads of {COST_HEAD_DIM}: the T×T bytes are "
                  "computed (B·h·T²·4); each path's bytes are what its ops allocated in all, read from the torch "
                  "profiler (a sum, not the peak); times are one call each, measured on one thread of this server's CPU.")
+
+    kv_length = KV_FACTOR * config.block_size if hasattr(config, "block_size") else 0
+    kv = sizes.kv_cache_table(config, kv_length) if kv_length else None
+    if kv:
+        numbers["kv_cache"] = kv  # a note, not a table: the view has three table slots
+        full, kept = kv[0], kv[-1]
+        saved = "" if kept is full else (f"; this model keeps {kept['bytes']:,} ({kept['cache']}), "
+                                          f"{full['bytes'] / kept['bytes']:.0f}x less")
+        notes.append(f"Decoding {kv_length:,} tokens ({KV_FACTOR} × block_size, one sequence, fp32), a full multi-head "
+                     f"KV cache holds {full['bytes']:,} bytes (2 · layers · T · d · 4){saved}.")
 
     wall = WALL["layers"] * score_matrix_bytes(1, WALL["heads"], WALL["T"])
     numbers |= {"notes_block": NOTES_BLOCK, "memory_wall_bytes": wall, "memory_wall_batch_bytes": wall * WALL["batch"]}

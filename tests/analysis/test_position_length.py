@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from playground.__main__ import main
-from playground.analysis.length import checkpoint_position_loss, check_length_options
+from playground.analysis.length import check_length_options, checkpoint_position_loss
 from playground.bundle import load_bundle
 from playground.charts.positions import position_loss_chart
 from playground.config import Preset
