@@ -13,8 +13,10 @@ size, up to `max_extend_tokens` positions in all (checked before anything is all
 learned position table has no vector past the block size, so it refuses. Without the cache
 each token recomputes the whole sequence (`GPT.forward_beyond`).
 
-A sliding-window model (`attn_window` W) decodes alone with a windowed cache: each layer keeps
-its last W positions only, so the cache stays W positions long however far `extend` goes.
+A run driven alone (`run_alone`; every 'extend' run) of a sliding-window model (`attn_window`
+W) decodes with a windowed cache: each layer keeps its last W positions only, so the cache
+stays W positions long however far `extend` goes. (A batched 'window' run shares the batch's
+row cache, block_size positions per row.)
 
 Randomness comes only from a `torch.Generator` made for the call (seeded), never the global
 RNG, so concurrent users of a server do not disturb each other's seeds.
