@@ -74,6 +74,7 @@ def _form_fields() -> list[FormField]:
     from playground.families.imagegpt.pixels import MAX_LEVELS, MIN_LEVELS
     from playground.families.text_classifier.training import TEXT_SETS
     from playground.models.layers import FFNS, NORM_PLACEMENTS, NORMS
+    from playground.models.local_attention import LOCAL_KINDS
     from playground.models.positional import POS_ENCODINGS
     from playground.models.rnn_seq2seq import CELLS, RNN_ATTENTIONS
     from playground.models.text_classifier import ENCODERS
@@ -99,6 +100,15 @@ def _form_fields() -> list[FormField]:
         FormField("model.cell", "RNN cell", "choice", CELLS),
         FormField("model.attention", "Attention", "choice", RNN_ATTENTIONS,
                   info="none = the fixed-vector bottleneck; additive = Bahdanau; dot / general = Luong"),
+        FormField("model.local", "Local attention", "choice", LOCAL_KINDS,
+                  info="Luong: monotonic (local-m) looks around source position t, predictive (local-p) around "
+                       "a position it learns to guess; none = every source token"),
+        FormField("model.local_d", "Window half-width D", "int",
+                  info="local attention sees 2D+1 source tokens; 0 when Local attention is none"),
+        FormField("model.coverage", "Coverage", "bool",
+                  info="See et al.: the attention each source token already got feeds the score, and a loss "
+                       "penalises attending to it again"),
+        FormField("model.coverage_weight", "Coverage loss weight", "float"),
         FormField("model.hidden", "Hidden size", "int"),
         FormField("model.dropout", "Dropout", "float"),
         FormField("model.pos_encoding", "Positions", "choice", POS_ENCODINGS),
