@@ -417,7 +417,7 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None, tab: gr.Tab | 
             label_randomisation = gr.Checkbox(
                 value=False, label="Sanity check: also retrain on shuffled labels", elem_id="exp-label-randomisation",
                 info="Adebayo's data test, classifiers only: a quick retrain (<checkpoint>-shuffled, reused) whose "
-                     "maps are compared with the trained model's")
+                     "maps are compared with the trained model's; the expected time above leaves the retrain out")
     with gr.Row():
         run_btn = gr.Button("Run", variant="primary", elem_id="exp-run")
         stop_btn = gr.Button("Stop", variant="stop", elem_id="exp-stop")
