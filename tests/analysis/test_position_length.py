@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -11,13 +12,13 @@ import torch.nn.functional as F
 
 from playground.__main__ import main
 from playground.analysis.length import check_length_options, checkpoint_position_loss
-from playground.bundle import load_bundle
+from playground.bundle import load_bundle, save_bundle
 from playground.charts.positions import position_loss_chart
 from playground.config import Preset
 from playground.errors import ConfigError, TooBigError
 from playground.families.gpt.sizes import GPTSizes, kv_cache_note
 from playground.generation.api import GenerateRequest, generate
-from playground.models.gpt import GPTConfig
+from playground.models.gpt import GPT, GPTConfig
 from playground.training.engine import run_training
 from playground.ui.generate_tab import Env, position_loss_view, select_model
 from playground.workspace import Workspace
@@ -132,3 +133,26 @@ def test_cli_positions_command(ws, capsys, tmp_path):
     assert len(csv.read_text().splitlines()) == 2 * BLOCK + 1
     assert main([*base, "learned"]) != 0
     assert "learned positions" in capsys.readouterr().err
+
+
+def test_window_mode_cache_note_alone_and_batched(ws):
+    """'window': a cache of block_size positions, a ring of 3 when run alone; batched rows are not windowed."""
+    from playground.generation.batching import close_workers
+
+    bundle = load_bundle("rope", ws)  # RoPE: runs alone even with batching on
+    alone = generate(bundle, GenerateRequest(prompt="the", max_new_tokens=4, seed=1))
+    assert alone.info["kv_cache"] == kv_cache_note(bundle.model_config, BLOCK, 1)
+    assert alone.info["kv_cache_bytes"] == 2 * 1 * 3 * 16 * 4 and "last 3 positions" in alone.info["kv_cache"]
+    learned = load_bundle("learned", ws)  # no window: the full cache of block_size positions either way
+    try:
+        batched = generate(learned, GenerateRequest(prompt="the", max_new_tokens=4, seed=1))
+    finally:
+        close_workers()
+    assert batched.info["kv_cache"] == f"KV cache {2 * 1 * BLOCK * 16 * 4 / 1024:,.1f} KiB for {BLOCK} positions"
+    cfg = replace(learned.model_config, attn_window=3)  # learned positions batch; their rows hold block_size
+    save_bundle(ws, "learned-window", GPT(cfg), "gpt", cfg, tokenizer=learned.tokenizer)
+    try:
+        windowed = generate(load_bundle("learned-window", ws), GenerateRequest(prompt="the", max_new_tokens=4, seed=1))
+    finally:
+        close_workers()
+    assert "kv_cache_bytes" not in windowed.info and windowed.info["kv_cache"] == batched.info["kv_cache"]

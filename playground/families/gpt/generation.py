@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import altair as alt
@@ -55,12 +56,17 @@ class LMGenerator(FamilyGenerator):
 
     @staticmethod
     def _cache_note(bundle: Bundle, done: Done, prompt_len: int) -> str:
-        """The KV cache line of a run's stats: positions held at the end ('window' mode holds at
-        most block_size), with the full multi-head cache beside a grouped-query or windowed one."""
+        """The KV cache line of a run's stats, with the full multi-head cache beside a grouped-query
+        or windowed one. 'extend' holds every position of the run; 'window' a cache of block_size
+        positions (a windowed ring when the run decoded alone: Done.info has its kv_cache_bytes; a
+        batched run's row cache keeps block_size positions whatever the window)."""
         c = bundle.model_config
-        positions = prompt_len + max((len(s.events) for s in done.samples), default=0)
-        if done.info.get("context") != "extend":
-            positions = min(positions, int(c.block_size))
+        if done.info.get("context") == "extend":
+            positions = prompt_len + max((len(s.events) for s in done.samples), default=0)
+        else:
+            positions = int(c.block_size)
+            if "kv_cache_bytes" not in done.info:  # batched: the rows are not windowed
+                c = replace(c, attn_window=0)
         element = next(bundle.model.parameters()).element_size()
         return kv_cache_note(c, positions, len(done.samples), element)
 
