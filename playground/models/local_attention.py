@@ -78,10 +78,10 @@ class LocalCoverageAttention(ScoredAttention):
 
     def centre(self, query: Tensor, lengths: Tensor, step: int) -> Tensor:
         """p_t [B] (float): the step clamped to the source (monotonic) or predicted from the query."""
-        last = (lengths - 1).clamp_min(0).to(query.dtype)  # [B]
+        last = (lengths - 1).clamp_min(0).float()  # [B] float32 even under autocast: positions need the bits
         if self.local == "monotonic":
             return torch.clamp(torch.full_like(last, float(step)), max=last)
-        return last * torch.sigmoid(self.v_p(torch.tanh(self.W_p(query)))).squeeze(-1)  # [B]
+        return last * torch.sigmoid(self.v_p(torch.tanh(self.W_p(query))).float()).squeeze(-1)  # [B]
 
     def scores(self, query: Tensor, keys: Tensor, coverage: Tensor | None) -> Tensor:
         """e [B,1,K] of the score, with the coverage term when there is one."""

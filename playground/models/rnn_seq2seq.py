@@ -257,7 +257,7 @@ class RNNSeq2Seq(ModelBase):
         top = hidden[0][-1] if isinstance(hidden, tuple) else hidden[-1]  # [B,H]
         att = self.decoder.attention
         keys = att.prepare(values) if att is not None else None
-        coverage = values.new_zeros(src_mask.shape) if self.config.coverage else None  # [B,S]
+        coverage = values.new_zeros(src_mask.shape, dtype=torch.float32) if self.config.coverage else None  # [B,S] fp32
         return RNNDecodeState(values, keys, src_mask, top, hidden, coverage=coverage)
 
     def step(self, state: RNNDecodeState, y_prev: Tensor) -> tuple[Tensor, Tensor, RNNDecodeState]:

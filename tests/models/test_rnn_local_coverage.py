@@ -217,3 +217,20 @@ def test_parameter_count_includes_the_new_weights():
     for options in OPTIONS:
         model = _model(**options)
         assert sizes.count_parameters(model.config) == sum(p.numel() for p in model.parameters())
+
+
+def test_bf16_autocast_keeps_positions_and_coverage_in_float32():
+    """The GPU path (bf16 autocast), run on the CPU: the window centre, Gaussian and coverage
+    vector stay float32, and the weights stay close to the fp32 ones."""
+    model = _model(local="predictive", local_d=2, coverage=True)
+    src, tgt_in = _batch()
+    with torch.no_grad():
+        _, want = model(src, tgt_in, return_alignment=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            _, got = model(src, tgt_in, return_alignment=True)
+            state = model.start(src)
+            _, _, state = model.step(state, tgt_in[:, 0])
+    assert state.coverage.dtype == torch.float32
+    assert torch.isfinite(got).all()
+    assert float((got.float() - want).abs().max()) < 0.05
+    assert float(got[1, :, 5:].abs().max()) == 0.0  # padding still gets nothing
