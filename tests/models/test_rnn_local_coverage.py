@@ -140,7 +140,8 @@ def test_local_p_rows_are_softmax_times_gaussian_and_padding_does_not_change_the
 def test_coverage_loss_is_the_sum_of_min_of_attention_and_coverage():
     model = _model(attention="additive", coverage=True)
     src, tgt_in = _batch()
-    _, alphas, per_step = model(src, tgt_in, return_alignment=True, return_coverage=True)
+    with torch.no_grad():
+        _, alphas, per_step = model(src, tgt_in, return_alignment=True, return_coverage=True)
     for b in range(2):
         running = [0.0] * src.shape[1]
         for t in range(tgt_in.shape[1]):
