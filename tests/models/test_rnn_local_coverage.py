@@ -164,7 +164,7 @@ def test_training_loss_adds_the_weighted_coverage_loss_over_real_target_tokens()
     ce = F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD)
     real = [(b, t) for b in range(2) for t in range(7) if int(tgt_out[b, t]) != PAD]
     cov = sum(float(per_step[b, t]) for b, t in real) / len(real)
-    assert float(loss) == pytest.approx(float(ce) + 0.7 * cov, abs=1e-5)
+    assert loss.item() == pytest.approx(float(ce) + 0.7 * cov, abs=1e-5)
     assert cov > 0
     loss.backward()
     assert model.decoder.attention.w_c.grad is not None and float(model.decoder.attention.w_c.grad.abs().sum()) > 0
