@@ -18,6 +18,7 @@ The same runs from the CLI (what this script does, one line each):
     python -m playground train textclf-reviews-bilstm-additive --name textclf-reviews-bilstm-additive \
         --set train.save_optimizer=false   # likewise -cnn-additive, -avg-additive, -transformer
     python -m playground train imagegpt-digits --name imagegpt-digits --set train.save_optimizer=false
+    python -m playground train bert-mlm-reviews --name bert-mlm-reviews --set train.save_optimizer=false
 
 Optimizer state is left out (train.save_optimizer = false) to keep each bundle a few MB; the
 bundles carry their preset sections, so `python -m playground train PRESET` reproduces them
@@ -49,6 +50,8 @@ DEMOS: dict[str, tuple[str, dict[str, str]]] = {
     "textclf-reviews-transformer": ("textclf-reviews-transformer", {}),
     # ImageGPT: completes a digit's lower half in Generate
     "imagegpt-digits": ("imagegpt-digits", {}),
+    # BERT pre-trained on review texts: fill-mask in Generate, and the encoder bert-reviews-finetune starts from
+    "bert-mlm-reviews": ("bert-mlm-reviews", {}),
 }
 COMMON = {"train.save_optimizer": "false"}
 

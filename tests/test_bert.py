@@ -264,3 +264,27 @@ def test_generate_tab_fills_masks_and_hands_a_mask_to_analyze(bundles, workspace
     shown = run_analysis(workspace, "cpu", "m", handoff["text"], None, None, handoff["position"], handoff["target"],
                          ["attention", "saliency"], None, None, 8, False, handoff)
     assert f"`{fills[1].tokens[0]}`" in shown.summary and "position 9" in shown.summary
+
+
+def test_held_out_queries_explain_a_mask_and_a_class(workspace: Workspace) -> None:
+    from playground.analysis.experiments.data import HeldOut
+
+    _mlm_run(workspace)
+    model = {k: v for k, v in TINY_RUN.items() if k.startswith("model.")}
+    cases = (("mlm", "bert-mlm-reviews", {"data.n_reviews": "300"}),
+             ("clf", "bert-reviews-scratch", {"data.n": "200"}))
+    run_training(resolve_run(cases[1][1], {**model, **cases[1][2], "train.max_steps": "2"}).preset, workspace, "clf",
+                 device="cpu")
+    for name, preset, data in cases:
+        bundle = load_bundle(name, workspace)
+        spec = resolve_run(preset, {**model, **data})
+        family = get_family(bundle.family)
+        prep = family.adapter.prepare(spec.data, spec.preset.model, workspace, tokenizer=bundle.tokenizer)
+        held: HeldOut = family.examples.held_out(bundle, prep, bundle.tokenizer, 3, torch.Generator().manual_seed(0))
+        assert len(held) == 3 and len(held.units[0]) == held.queries[0].inputs.shape[1]
+        for q in held.queries:
+            with torch.no_grad():
+                rows = q.explainer.output_rows(q, q.inputs, q.positions, None, False)  # [1,V] or [1,C]
+                f = q.explainer.score_fn(q)(q.inputs, *q.explainer.forward_args(q))  # [1]
+            assert torch.allclose(f, rows.log_softmax(-1)[0, q.targets], atol=1e-5)
+            assert int(q.targets[0]) == int(rows.argmax())  # each explains the model's own prediction

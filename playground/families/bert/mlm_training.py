@@ -45,6 +45,8 @@ class MLMDataConfig:
     max_chars: int = 0  # keep only the first N characters (0 = all)
     n_reviews: int = 20000  # corpus = reviews: how many review texts to generate
     reviews_seed: int = 1  # corpus = reviews (the labelled sets use seed 0)
+    negation: float = 0.25  # corpus = reviews: share of cues written as a negated opposite ("not bad")
+    intensify: float = 0.25  # corpus = reviews: share of single-word cues with an intensifier
     max_vocab: int = 20000  # tokenizer = words: the most frequent words kept
     per_line: bool = False  # one example per line (padded) instead of windows of the token stream
     mask_prob: float = 0.15  # share of non-special positions selected for the loss
@@ -148,9 +150,10 @@ def corpus_text(data: MLMDataConfig, workspace: Workspace | None, limits: Any | 
     """The configured corpus' text and a one-line description."""
     if data.corpus == REVIEWS:
         join = "\n" if data.per_line else f" {SEP}\n"  # a stream marks where one review ends
-        text = join.join(r.text for r in make_reviews(data.n_reviews, data.reviews_seed))
+        text = join.join(r.text for r in make_reviews(data.n_reviews, data.reviews_seed, data.negation, data.intensify))
         text = text[:data.max_chars] if data.max_chars else text
-        return text, f"{data.n_reviews:,} generated review texts (seed {data.reviews_seed}), labels unused"
+        return text, (f"{data.n_reviews:,} generated review texts (seed {data.reviews_seed}, negation {data.negation}), "
+                      "labels unused")
     return load_text(data.corpus, workspace, data.max_chars, limits, policy)
 
 
