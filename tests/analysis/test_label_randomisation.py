@@ -147,3 +147,16 @@ def test_a_retrained_copy_whose_labels_were_not_shuffled_is_refused(ws) -> None:
     opts = ExperimentOptions(n=1, methods=("attention",), label_randomisation=True)
     with pytest.raises(ConfigError, match="not trained on shuffled labels"):
         drive(iter_experiment("sanity", load_bundle("plain", ws), opts, ws))
+
+
+def test_a_family_whose_data_path_ignores_the_switch_is_refused_before_training(tmp_path) -> None:
+    from playground.training.engine import run_training
+
+    ws = Workspace(tmp_path / "ws")
+    preset = Preset("tiny-bert", "bert_classifier", model={"d_model": 16, "n_layer": 1, "n_head": 2, "block_size": 24},
+                    data={"texts": "reviews", "n": 80, "tokenizer": "words"}, train=dict(TINY_TRAIN))
+    run_training(preset, ws, "bert", device="cpu")
+    opts = ExperimentOptions(n=1, methods=("attention",), label_randomisation=True)
+    with pytest.raises(ConfigError, match="does not report shuffling"):
+        drive(iter_experiment("sanity", load_bundle("bert", ws), opts, ws))
+    assert not ws.exists("models", shuffled_name("bert"))  # nothing was trained

@@ -164,13 +164,15 @@ def seq2seq_queries(model: nn.Module, sources: Sequence[Sequence[int]], gen: tor
 # From a bundle
 
 
-def prepare_data(bundle: Bundle, workspace: Workspace | None = None) -> tuple[Any, Any, Any]:
-    """The trainer's (adapter, prepared data, run spec) for a bundle, with the bundle's own tokenizer."""
+def prepare_data(bundle: Bundle, workspace: Workspace | None = None,
+                 overrides: dict[str, Any] | None = None) -> tuple[Any, Any, Any]:
+    """The trainer's (adapter, prepared data, run spec) for a bundle, with the bundle's own tokenizer
+    (``overrides``: preset overrides, as a retrain would apply them)."""
     sections = bundle.config.get("sections")
     if not sections:
         raise PlaygroundError(f"Checkpoint {bundle.name!r} was not written by the trainer (no preset sections), "
                               "so its validation data cannot be rebuilt; train it from a preset.")
-    spec = resolve_run(preset_from_sections(sections, bundle.config.get("preset") or bundle.name))
+    spec = resolve_run(preset_from_sections(sections, bundle.config.get("preset") or bundle.name), overrides)
     adapter = get_family(spec.family).adapter
     try:
         prep = adapter.prepare(spec.data, spec.preset.model, workspace, tokenizer=bundle.tokenizer)

@@ -24,7 +24,7 @@ from playground.analysis.experiments import jain_wallace as jw
 from playground.analysis.experiments import sanity as sa
 from playground.analysis.experiments import wiegreffe_pinter as wp
 from playground.analysis.experiments.core import ExperimentGen, Progress, StopFlag, is_stopped
-from playground.analysis.experiments.data import HeldOut, load_held_out
+from playground.analysis.experiments.data import HeldOut, load_held_out, prepare_data
 from playground.analysis.explain.attention import explaining_maps
 from playground.analysis.numerics import NOISE_ULPS, float64_model, model_dtype, queries_in_float64, saturation
 from playground.analysis.query import Query
@@ -206,6 +206,11 @@ def label_shuffle_override(family: str) -> dict[str, Any]:
         "so there are no labels to shuffle. The cascading model randomisation still runs without this option.")
 
 
+_NO_SWITCH = ("the {family} data path does not report shuffling the training labels (its adapter has no "
+              "label-shuffling switch), so a retrain would learn the true labels and its maps cannot serve the "
+              "data-label test.")
+
+
 def _shuffled_model(bundle: Bundle, o: ExperimentOptions, workspace: Workspace | None,
                     stop: StopFlag) -> Generator[Progress, None, ShuffledModel | None]:
     """Retrain the checkpoint's preset on shuffled labels into ``<checkpoint>-shuffled`` (an own
@@ -220,15 +225,17 @@ def _shuffled_model(bundle: Bundle, o: ExperimentOptions, workspace: Workspace |
     if reused:
         yield Progress("sanity", 0, o.n, f"reusing {name} (trained on shuffled labels)")
     else:
+        yield Progress("sanity", 0, o.n, "checking the data path shuffles the training labels")
+        _, prep, _ = prepare_data(bundle, workspace, override)
+        if prep.info.get("shuffled_labels") is not True:  # refuse before minutes of training
+            raise ConfigError(_NO_SWITCH.format(family=bundle.family))
         for ev in wp.iter_retrain(bundle, workspace, name, override, steps, o.device, stop, o.max_steps_cap):
             yield Progress("sanity", 0, o.n, f"retraining on shuffled labels: {ev.message}")
         if is_stopped(stop):
             return None
     shuffled = _load(name, _own(workspace), o.device)
     if (shuffled.config.get("data") or {}).get("shuffled_labels") is not True:  # the adapter's own record
-        raise ConfigError(f"{name} was not trained on shuffled labels: the {bundle.family} data path did not report "
-                          "shuffling them (its adapter has no label-shuffling switch), so its maps cannot serve "
-                          "the data-label test.")
+        raise ConfigError(f"{name} was not trained on shuffled labels: " + _NO_SWITCH.format(family=bundle.family))
     _check_same_inputs(bundle, shuffled)
     yield Progress("sanity", 0, o.n, "validation accuracy of both models (true labels)")
     evaluate = wp.evaluator_for(bundle, workspace, o.device, o.eval_examples)
