@@ -22,6 +22,7 @@ import torch
 from torch import Tensor, nn
 
 from playground.errors import PlaygroundError
+from playground.generation.text import token_text
 
 if TYPE_CHECKING:  # bundle imports the family registry
     from playground.bundle import Bundle
@@ -61,6 +62,21 @@ class CoverageCounts:
     missing: int = 0
     exact: int = 0
     examples: list[ExampleCoverage] = field(default_factory=list)
+    token_names: dict[int, str] = field(default_factory=dict)  # source token id -> text (for the profile)
+
+    def profile(self, k: int = 5, repeated_at: float = REPEATED_AT,
+                dropped_at: float = DROPPED_AT) -> dict[str, list[tuple[str, int]]]:
+        """The ``k`` source tokens most often repeated (received >= repeated_at) and dropped
+        (<= dropped_at), with how many times: which words the counts are made of."""
+        found: dict[str, Counter] = {"repeated": Counter(), "dropped": Counter()}
+        for ex in self.examples:
+            for tok, r in zip(ex.source, ex.received):
+                name = self.token_names.get(tok, str(tok))
+                if r >= repeated_at:
+                    found["repeated"][name] += 1
+                elif r <= dropped_at:
+                    found["dropped"][name] += 1
+        return {kind: c.most_common(k) for kind, c in found.items()}
 
     def rates(self) -> dict[str, float]:
         """Shares: repeated/dropped per source token, missing per reference token, the rest per example."""
@@ -74,8 +90,9 @@ class CoverageCounts:
         }
 
     def to_dict(self, with_examples: bool = False) -> dict[str, Any]:
-        out = {k: v for k, v in asdict(self).items() if k != "examples"}
+        out = {k: v for k, v in asdict(self).items() if k not in ("examples", "token_names")}
         out["rates"] = self.rates()
+        out["profile"] = {kind: [list(p) for p in pairs] for kind, pairs in self.profile().items()}
         if with_examples:
             out["examples"] = [asdict(e) for e in self.examples]
         return out
@@ -196,8 +213,12 @@ def checkpoint_coverage(bundle: Bundle, n: int = 200, workspace: Workspace | Non
     idx = range(min(n, len(data.val_src)))
     if not idx:
         raise PlaygroundError(f"{bundle.name!r} has no validation pairs to decode.")
-    return attention_coverage(model, [data.val_src[i] for i in idx], [data.val_tgt[i] for i in idx],
-                              pad_id=data.pad_id, bos_id=data.bos_id, eos_id=data.eos_id)
+    counts = attention_coverage(model, [data.val_src[i] for i in idx], [data.val_tgt[i] for i in idx],
+                                pad_id=data.pad_id, bos_id=data.bos_id, eos_id=data.eos_id)
+    if bundle.tokenizer is not None:
+        ids = {t for ex in counts.examples for t in ex.source}
+        counts.token_names = {t: token_text(bundle.tokenizer, t) for t in ids}
+    return counts
 
 
 COLUMNS = ("repeated attention (>= 1.5)", "dropped attention (<= 0.5)", "repeated output tokens / example",
@@ -222,6 +243,11 @@ def comparison_text(reports: dict[str, CoverageCounts]) -> str:
     for row in comparison_rows(reports):
         lines.append("| " + " | ".join(str(v) for v in row) + " |")
     first = next(iter(reports.values()))
+    lines.append("")
+    for name, c in reports.items():
+        prof = c.profile()
+        words = {kind: ", ".join(f"{w!r} x{n}" for w, n in pairs) or "none" for kind, pairs in prof.items()}
+        lines.append(f"{name}: most repeated {words['repeated']}; most dropped {words['dropped']}  ")
     lines.append("")
     lines.append(f"{first.n_examples} validation pairs, greedy outputs. Repeated/dropped: share of source tokens "
                  "whose attention summed over the output is at least 1.5 / at most 0.5. Missing: reference tokens "

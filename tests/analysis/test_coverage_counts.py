@@ -53,3 +53,13 @@ def test_bad_inputs_are_refused():
         attention_coverage(model, [[3], [4]], [[3]], pad_id=0, bos_id=1, eos_id=2)
     with pytest.raises(PlaygroundError, match="Use 1 to"):
         attention_coverage(model, [], [], pad_id=0, bos_id=1, eos_id=2)
+
+
+def test_profile_names_the_words_behind_the_counts():
+    rows = torch.tensor([[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.4, 0.6]])  # token 5 twice, 6 hardly
+    counts = CoverageCounts(token_names={5: "because", 6: "our", 7: "dog"})
+    for _ in range(2):
+        counts.examples.append(score_example([5, 6, 7], [1, 2, 3], [1, 2, 3], rows))
+    assert counts.profile() == {"repeated": [("because", 2)], "dropped": [("our", 2)]}
+    assert counts.to_dict()["profile"] == {"repeated": [["because", 2]], "dropped": [["our", 2]]}
+    assert "most repeated 'because' x2; most dropped 'our' x2" in comparison_text({"m": counts})
