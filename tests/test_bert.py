@@ -258,7 +258,8 @@ def test_generate_tab_fills_masks_and_hands_a_mask_to_analyze(bundles, workspace
     table = out.table
     assert list(table["token"]) == [f.tokens[0] for f in fills]  # one row per mask, best candidate first
     assert list(table["alt2"]) == [f"{f.tokens[1]} {f.probs[1]:.3f}" for f in fills]
-    selection, _ = explain(out.result, "0:1", {})  # the second mask
+    handed = explain(out.result, "0:1", {})  # the second mask
+    selection = handed[0] if isinstance(handed, tuple) else handed  # (selection, tab switch) or the selection alone
     handoff = handoff_of(workspace, selection)
     assert handoff["position"] == "9" and handoff["target"] == f"#{fills[1].ids[0]}"
     shown = run_analysis(workspace, "cpu", "m", handoff["text"], None, None, handoff["position"], handoff["target"],

@@ -35,7 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Generate from a checkpoint: a model name in the workspace or a bundle folder.",
     )
     parser.add_argument("checkpoint", help="model name in the workspace, or a folder with config.json")
-    parser.add_argument("--prompt", default=None, help="GPT: the prompt; seq2seq: the source text")
+    parser.add_argument("--prompt", default=None,
+                        help="GPT: the prompt; seq2seq: the source text; BERT (bert_mlm): a text with [MASK] to fill")
     parser.add_argument("--image", default=None, help="ViT: an image file to classify")
     parser.add_argument("--invert", action="store_true", help="ViT: invert the image (dark ink on light paper)")
     parser.add_argument("--max-new-tokens", type=int, default=200, help="tokens to generate (default 200)")
