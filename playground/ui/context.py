@@ -33,7 +33,8 @@ class AppContext:
       (all in one event; also on page load, and each when its own tab is selected), so new
       tokenizers and checkpoints show up in other tabs' choices without a restart.
     - `selection` (gr.State[dict]): what one tab hands another (Generate -> Analyze target).
-    - `tabs`: the gr.Tabs; a handler may return `gr.Tabs(selected="analyze")` into it.
+    - `tabs`: the gr.Tabs. Never make it an event output (the browser would then re-read the
+      whole app on every later event); open a tab with `playground.ui.tab_switch` instead.
     - `user` (gr.State[str | None]): this browser's random token (from its localStorage), which
       `per_user` turns into the user's own space; with `--auth` the login name decides instead.
     - `spaces` / `jobs`: the server's user spaces and its register of live jobs.

@@ -12,6 +12,7 @@ from typing import Any
 import gradio as gr
 
 from playground.deeplink import DeepLink, apply_settings, exercise_query, parse_query
+from playground.ui.tab_switch import open_tab_from, tab_target
 
 LINK_JS = "(query) => query ? window.location.origin + window.location.pathname + query : ''"
 
@@ -98,10 +99,12 @@ def wire(app: gr.Blocks, ctx: Any, notify: Callable[[str], Any] = gr.Warning) ->
         tab, values, notices = load_updates(link, toml_text, caps)
         for notice in notices:
             notify(notice)
-        return [gr.Tabs(selected=tab) if tab else gr.skip(), *(values if values is not None else skip_train)]
+        return [tab or gr.skip(), *(values if values is not None else skip_train)]
 
-    app.load(on_load, [toml], [ctx.tabs, *train_outputs], api_name="deep_link", api_visibility="undocumented",
-             show_progress="hidden")
+    tab_box = tab_target("deeplink-tab")  # the link's tab id; the browser then opens that tab
+    loaded = app.load(on_load, [toml], [tab_box, *train_outputs], api_name="deep_link", api_visibility="undocumented",
+                      show_progress="hidden")
+    open_tab_from(loaded, tab_box)
 
     train_tab = found.get("tab-train")
     if train_tab is not None:

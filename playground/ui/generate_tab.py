@@ -19,6 +19,7 @@ import pandas as pd
 from playground.scratch import download_dir
 from playground.ui.components import Chart, ReadableImage, Slider
 from playground.ui.context import AppContext, choices_update, text_hint, user_errors
+from playground.ui.tab_switch import click_tab_js
 from playground.ui.tables import Table
 from playground.ui.updates import Updates
 
@@ -440,10 +441,10 @@ def table_select(evt: gr.SelectData, table):
 
 
 def explain(state, picked, selection):
-    """Hand the picked token (or class) to the Analyze tab and switch to it."""
+    """Hand the picked token (or class) to the Analyze tab (the browser then opens that tab)."""
     from playground.generation.api import explain_pick
 
-    return {**(selection or {}), **explain_pick(state, picked)}, gr.Tabs(selected="analyze")
+    return {**(selection or {}), **explain_pick(state, picked)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -596,5 +597,6 @@ def build(ctx: AppContext) -> None:
     picker.change(show_token, [result, picker], [output], api_name="generate_show_token", show_progress="hidden")
     table.select(table_select, [table], [picker], show_progress="hidden",
                  api_visibility="private")  # a click only: an API call has no row to send
-    explain_btn.click(user_errors(explain), [result, picker, ctx.selection], [ctx.selection, ctx.tabs],
-                      api_name="generate_explain", show_progress="hidden")
+    explain_btn.click(user_errors(explain), [result, picker, ctx.selection], [ctx.selection],
+                      api_name="generate_explain", show_progress="hidden",
+                      ).success(None, js=click_tab_js("analyze"), queue=False, show_progress="hidden")

@@ -46,6 +46,23 @@ def test_tabs_in_order(tmp_path):
                                                     ("Lessons", "tab-lessons"), ("My space", "tab-space")]
 
 
+def test_no_event_outputs_a_layout_block_holding_other_tabs_blocks(tmp_path):
+    """Gradio's frontend re-reads, on every later event's status change, each block any event had
+    as an output and, for a layout block, everything inside it. An event into the gr.Tabs made
+    every click re-read the whole app (playground.ui.tab_switch); none may output it, and no
+    output container may hold more than a small group of controls."""
+    from gradio.blocks import BlockContext
+
+    app = build_app(make_settings(tmp_path, device="cpu"))
+
+    def inside(block) -> int:
+        return sum(1 + inside(c) for c in getattr(block, "children", None) or [])
+
+    containers = {o._id: o for fn in app.fns.values() for o in fn.outputs if isinstance(o, BlockContext)}
+    assert not [b for b in containers.values() if type(b).__name__ in ("Tabs", "Tab")]
+    assert max((inside(b) for b in containers.values()), default=0) <= 20
+
+
 def test_saved_entries_reach_other_tabs_without_restart(app_server):
     from gradio_client import Client
 

@@ -48,23 +48,21 @@ def test_load_updates_fill_the_train_tab():
 
 def test_load_handler_is_registered_and_reads_query_params(built):
     app, block_fn = built
-    tabs_id = block_fn.outputs[0]._id
-    assert isinstance(block_fn.outputs[0], gr.Tabs) and block_fn.outputs[1].elem_id == "train-preset"
+    assert block_fn.outputs[0].elem_id == "deeplink-tab" and block_fn.outputs[1].elem_id == "train-preset"
     toml = block_fn.inputs[0]
     assert toml.elem_id == "train-toml"
     request = types.SimpleNamespace(query_params={"preset": "nanogpt-cpu-tiny", "set": "train.max_steps=300"})
     out = block_fn.fn(toml.value, request)
-    assert out[0].get("selected") == "train" if isinstance(out[0], dict) else out[0].selected == "train"
+    assert out[0] == "train"  # the tab id; the browser then clicks that tab (playground.ui.tab_switch)
     assert out[1] == "nanogpt-cpu-tiny" and "max_steps = 300" in out[2]
     plain = block_fn.fn(toml.value, types.SimpleNamespace(query_params={}))
     assert all(isinstance(v, type(gr.skip())) for v in plain)  # a plain visit changes nothing
-    assert tabs_id is not None
 
 
 def test_tab_only_and_unknown_links(built):
     _, block_fn = built
     out = block_fn.fn("", types.SimpleNamespace(query_params={"tab": "analyze"}))
-    assert (out[0].get("selected") if isinstance(out[0], dict) else out[0].selected) == "analyze"
+    assert out[0] == "analyze"
     assert all(isinstance(v, type(gr.skip())) for v in out[1:])
     out = block_fn.fn("", types.SimpleNamespace(query_params={"tab": "nope", "preset": "/etc/passwd"}))
     assert all(isinstance(v, type(gr.skip())) for v in out)  # only notices

@@ -148,10 +148,9 @@ def test_pick_token_outline_table_select_and_explain(env):
         index = [4, 1]
 
     assert table_select(Evt(), table) == "0:4"
-    selection, tabs = explain(state, "0:2", {})
+    selection = explain(state, "0:2", {})
     assert selection["checkpoint"] == "g" and selection["target_position"] == 3 + 2
     assert set(selection) >= {"checkpoint", "input", "target_position", "target_token"}
-    assert tabs.selected == "analyze"
     from playground.errors import PlaygroundError
 
     with pytest.raises(PlaygroundError):
@@ -169,7 +168,7 @@ def test_seq2seq_generate_gives_alignment(workspace):
     sample = state["done"].samples[0]
     assert df.shape[0] == sample.alignment.size
     assert "Output:" in html
-    selection, _ = explain(state, "0:0", None)
+    selection = explain(state, "0:0", None)
     assert selection["input"] == "abcd" and selection["target_position"] == 0
 
 
@@ -185,10 +184,9 @@ def test_classify_image(workspace, tmp_path):
     assert "Predicted" in stats and pd.read_csv(csv).shape == (10, 3)
     top_class = df["class"].iloc[0]
     assert picker["choices"][0][1] == f"c:{int(top_class)}"  # class names are "0".."9" here
-    selection, tabs = explain(state, picker["choices"][0][1], {})
+    selection = explain(state, picker["choices"][0][1], {})
     assert selection == {"checkpoint": "v", "kind": "classifier", "input": str(path), "invert": False,
                          "target_position": int(top_class), "target_token": top_class}
-    assert tabs.selected == "analyze"
     assert distribution(env, "v", "", 1.0, 0, 1.0, 0.0, state, None) == (None, None)
 
 
