@@ -289,3 +289,23 @@ def test_held_out_queries_explain_a_mask_and_a_class(workspace: Workspace) -> No
                 f = q.explainer.score_fn(q)(q.inputs, *q.explainer.forward_args(q))  # [1]
             assert torch.allclose(f, rows.log_softmax(-1)[0, q.targets], atol=1e-5)
             assert int(q.targets[0]) == int(rows.argmax())  # each explains the model's own prediction
+
+
+def test_framing_pads_lines_and_splits_segments_and_segments_reach_the_output() -> None:
+    from playground.families.bert.mlm_training import MLMData
+    from playground.training.data import TextData
+
+    def data(segments: bool) -> MLMData:
+        stream = torch.arange(5, 40)
+        return MLMData(TextData(stream, stream, 6), None, 0, 2, 3, 4, torch.arange(5, 40), MaskRule(), segments)
+
+    ids, seg = data(False).frame([torch.tensor([5, 6]), torch.tensor([5, 6, 7, 8])])
+    assert ids.tolist() == [[2, 5, 6, 3, 0, 0], [2, 5, 6, 7, 8, 3]] and not seg.any()
+    ids, seg = data(True).frame([torch.tensor([5, 6, 7, 8, 9, 10])])
+    assert ids.tolist() == [[2, 5, 6, 7, 3, 8, 9, 10, 3]] and seg.tolist() == [[0, 0, 0, 0, 0, 1, 1, 1, 1]]
+    batch = data(True).masked([torch.tensor([5, 6, 7, 8, 9, 10])] * 50, torch.Generator().manual_seed(0))
+    assert (batch["labels"][:, [0, 4, 8]] == IGNORE).all()  # [CLS] and both [SEP] never selected
+    torch.manual_seed(0)
+    model = BertMLM(BertConfig(**TINY, segments=True)).eval()
+    with torch.no_grad():
+        assert not torch.allclose(model(ids), model(ids, seg))
