@@ -10,7 +10,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from playground.analysis.explain.per_input import AnalysisOptions, InputSpec, analyze_checkpoint
+from playground.analysis.explain.per_input import (
+    AnalysisOptions,
+    InputSpec,
+    analyze_checkpoint,
+)
 from playground.bundle import load_bundle, read_metrics_csv, save_bundle
 from playground.config import load_preset
 from playground.errors import ConfigError, DataError, NotFoundError, TooBigError
@@ -19,12 +23,19 @@ from playground.families.bert.generation import fill_mask
 from playground.families.bert.masking import IGNORE, MaskRule, mask_tokens
 from playground.families.bert.tokens import BERT_SPECIALS, build_tokenizer, special_ids
 from playground.generation.api import GenerateRequest
-from playground.models.bert import BertClassifier, BertClassifierConfig, BertConfig, BertMLM, copy_encoder, encoder_state
+from playground.models.bert import (
+    BertClassifier,
+    BertClassifierConfig,
+    BertConfig,
+    BertMLM,
+    copy_encoder,
+    encoder_state,
+)
 from playground.training.engine import run_training
 from playground.training.spec import resolve_run
 from playground.workspace import Workspace
 
-TINY = dict(vocab_size=30, d_model=16, n_layer=2, n_head=2, block_size=16, dropout=0.0)
+TINY = {"vocab_size": 30, "d_model": 16, "n_layer": 2, "n_head": 2, "block_size": 16, "dropout": 0.0}
 TINY_RUN = {"model.d_model": "32", "model.n_layer": "1", "model.n_head": "2", "model.block_size": "24",
             "train.batch_size": "16", "train.eval_interval": "10", "train.eval_iters": "2", "train.log_interval": "1",
             "train.warmup_steps": "2", "train.lr": "3e-3"}

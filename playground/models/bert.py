@@ -96,7 +96,7 @@ class BertEncoder(nn.Module):
 
     def forward(self, ids: Tensor, segments: Tensor | None = None) -> Tensor:
         c = self.config
-        B, T = ids.shape
+        T = ids.shape[1]
         if T > c.block_size:
             raise ValueError(f"The input has {T} tokens; this model reads at most block_size = {c.block_size}.")
         real = ids != c.pad_id  # [B,T] True = a key that may be attended to

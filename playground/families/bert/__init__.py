@@ -10,11 +10,19 @@ from playground.families.base import Family
 from playground.families.bert.classify_training import BertClassifierAdapter
 from playground.families.bert.examples import BertTextExamples, MLMExamples
 from playground.families.bert.explain import BertClassifierExplainer, MLMExplainer
-from playground.families.bert.generation import BertClassifierGenerator, FillMaskGenerator
+from playground.families.bert.generation import (
+    BertClassifierGenerator,
+    FillMaskGenerator,
+)
 from playground.families.bert.mlm_training import MLMAdapter
 from playground.families.bert.sizes import BertSizes
 from playground.families.bert.ui import CLASSIFIER_TRAIN_UI, MLM_TRAIN_UI
-from playground.models.bert import BertClassifier, BertClassifierConfig, BertConfig, BertMLM
+from playground.models.bert import (
+    BertClassifier,
+    BertClassifierConfig,
+    BertConfig,
+    BertMLM,
+)
 
 MLM_FAMILY = Family(
     name="bert_mlm",

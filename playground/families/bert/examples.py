@@ -90,7 +90,9 @@ class MLMExamples(FamilyExamples):
 
     def held_out(self, bundle: Bundle, prepared: Any, tokenizer: Tokenizer | None, n: int, gen: Generator) -> Any:
         """Validation windows with the middle token masked; each explains the prediction there."""
-        from playground.analysis.experiments.data import HeldOut  # the analyzer loads late (start-up time)
+        from playground.analysis.experiments.data import (
+            HeldOut,  # the analyzer loads late (start-up time)
+        )
         from playground.families.bert.explain import prepare_mlm
 
         data = prepared.payload
@@ -132,7 +134,9 @@ class BertTextExamples(TextExamples):
 
     def held_out(self, bundle: Bundle, prepared: Any, tokenizer: Tokenizer | None, n: int, gen: Generator) -> Any:
         """Validation texts in a seeded random order; each explains its predicted class."""
-        from playground.analysis.experiments.data import HeldOut  # the analyzer loads late (start-up time)
+        from playground.analysis.experiments.data import (
+            HeldOut,  # the analyzer loads late (start-up time)
+        )
         from playground.families.bert.explain import prepare_bert_classifier
 
         split = prepared.payload

@@ -115,8 +115,9 @@ class MLMExplainer(LMExplainer):
 
     def summary_lines(self, prepared: Any) -> list[str]:
         p = prepared
-        return [f"Explaining the prediction at position {p.position} (`{p.units[p.position]}`): "
-                f"`{p.predicted_label}` with p = {p.info['predicted_prob']:.3f}."]
+        line = (f"Explaining the prediction at position {p.position} (`{p.units[p.position]}`): "
+                f"`{p.predicted_label}` with p = {p.info['predicted_prob']:.3f}.")
+        return [line]
 
     def report_lines(self, prepared: Any) -> tuple[str, list[str]]:
         return f" · mask position {prepared.position}", []
@@ -130,8 +131,8 @@ class MLMExplainer(LMExplainer):
         target_id = selection.get("target_id")
         value = f"#{target_id}" if target_id is not None else token
         pos = selection.get("target_position")
-        out = dict(text=selection.get("input", ""), ids=None, position="" if pos is None else str(pos), target=value,
-                   note=f"explaining {token!r} at the [MASK] in position {pos} of the text below.")
+        out = {"text": selection.get("input", ""), "ids": None, "position": "" if pos is None else str(pos),
+               "target": value, "note": f"explaining {token!r} at the [MASK] in position {pos} of the text below."}
         if target_id is not None:
             out["target_choice"] = (f"{token!r}  (token #{target_id})", value)
         return out
@@ -140,7 +141,12 @@ class MLMExplainer(LMExplainer):
 def prepare_mlm(bundle: Bundle, ids: list[int], position: int | None, target: Any,
                 device: str | torch.device) -> Any:
     """A one-example query at a mask position of framed ids (blank position: the first [MASK])."""
-    from playground.analysis.inputs import Prepared, _resolve_token, special_id_set, token_label  # loads the analyzer late
+    from playground.analysis.inputs import (  # loads the analyzer late
+        Prepared,
+        _resolve_token,
+        special_id_set,
+        token_label,
+    )
 
     model, c, tok = bundle.model, bundle.model_config, bundle.tokenizer
     if any(not 0 <= i < c.vocab_size for i in ids) or not 0 < len(ids) <= c.block_size:
@@ -251,7 +257,12 @@ def prepare_bert_classifier(bundle: Bundle, ids: list[int], target: Any, rationa
                             text: str, device: str | torch.device) -> Any:
     """A class query over framed ids; ``rationale`` [words] bool is shifted past [CLS] when the
     tokenizer reads the text word by word (else dropped: it would not line up)."""
-    from playground.analysis.inputs import Prepared, class_index, special_id_set, token_label  # loads the analyzer late
+    from playground.analysis.inputs import (  # loads the analyzer late
+        Prepared,
+        class_index,
+        special_id_set,
+        token_label,
+    )
 
     model, c, tok = bundle.model, bundle.model_config, bundle.tokenizer
     x = torch.tensor([ids], dtype=torch.long, device=device)  # [1,T]

@@ -18,7 +18,10 @@ from torch import Tensor
 
 from playground.errors import DataError, PlaygroundError, TooBigError
 from playground.families.bert.tokens import MASK
-from playground.families.text_classifier.generation import TextClassifierGenerator, class_names
+from playground.families.text_classifier.generation import (
+    TextClassifierGenerator,
+    class_names,
+)
 from playground.generation.events import Done, SampleResult, StepEvent
 from playground.generation.family import Controls, FamilyGenerator, picked_token
 

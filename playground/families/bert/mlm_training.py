@@ -23,8 +23,20 @@ from playground.data.reviews import make_reviews
 from playground.data.splits import split_text
 from playground.errors import ConfigError, DataError, TooBigError
 from playground.families.bert.masking import IGNORE, MaskRule, mask_tokens
-from playground.families.bert.tokens import BUILT_IN, SEP, build_tokenizer, non_special_ids, special_ids
-from playground.training.adapters import FamilyAdapter, Prepared, Preview, resolve_tokenizer, to_device
+from playground.families.bert.tokens import (
+    BUILT_IN,
+    SEP,
+    build_tokenizer,
+    non_special_ids,
+    special_ids,
+)
+from playground.training.adapters import (
+    FamilyAdapter,
+    Prepared,
+    Preview,
+    resolve_tokenizer,
+    to_device,
+)
 from playground.training.config import TrainConfig, build_model_config
 from playground.training.data import TextData, encode_text, load_text, step_generator
 from playground.training.device import DeviceCaps
@@ -60,7 +72,7 @@ class MLMDataConfig:
             raise ConfigError("data.max_chars must be >= 0 (0 = all) and data.max_vocab >= 1.")
         if not 1 <= self.n_reviews <= MAX_REVIEWS:
             raise TooBigError(f"data.n_reviews must be between 1 and {MAX_REVIEWS:,}, got {self.n_reviews}.")
-        self.rule  # validates the shares
+        MaskRule(self.mask_prob, self.mask_token_share, self.random_token_share)  # raises on shares that do not add up
 
     @property
     def rule(self) -> MaskRule:
