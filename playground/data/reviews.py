@@ -60,6 +60,7 @@ FILLERS = (
     "the cast is mostly new faces",
 )
 
+MAX_CUES = 8  # a one-sided review (data.cues) has at most this many cues
 MAX_UPLOAD_ROWS = 200_000
 MAX_UPLOAD_CHARS = 50_000_000
 MAX_TEXT_WORDS = 400  # an uploaded text is cut to its first words (the model's max_len may cut further)
@@ -107,15 +108,18 @@ def _cue(rng: random.Random, expressed: int, negation: float, intensify: float) 
 
 
 def make_review(rng: random.Random, negation: float = 0.25, intensify: float = 0.25,
-                max_fillers: int = 3) -> Review:
-    """One generated review (see the module docstring)."""
-    n_cues = rng.choice((1, 1, 2, 3))
+                max_fillers: int = 3, cues: tuple[int, int] | None = None) -> Review:
+    """One generated review (see the module docstring). With ``cues = (lo, hi)`` it has lo..hi cues
+    that all express the label's polarity (a one-sided review, as most real ones are); by default
+    1 to 3 cues of which a strict majority agree."""
+    n_cues = rng.choice((1, 1, 2, 3)) if cues is None else rng.randint(*cues)
     label = rng.randrange(2)
     sign = 1 if label else -1
-    # cue polarities: a strict majority has the label's sign (2 cues agree; of 3, 2 or 3 agree)
     wanted = [sign] * n_cues
-    if n_cues == 3 and rng.random() < 0.5:
-        wanted[rng.randrange(3)] = -sign
+    if cues is None:
+        # cue polarities: a strict majority has the label's sign (2 cues agree; of 3, 2 or 3 agree)
+        if n_cues == 3 and rng.random() < 0.5:
+            wanted[rng.randrange(3)] = -sign
     sentences: list[tuple[list[str], Cue | None]] = []
     for expressed in wanted:
         words, cue = _cue(rng, expressed, negation, intensify)
@@ -137,15 +141,44 @@ def make_review(rng: random.Random, negation: float = 0.25, intensify: float = 0
 
 
 def make_reviews(n: int, seed: int = 0, negation: float = 0.25, intensify: float = 0.25,
-                 max_fillers: int = 3) -> list[Review]:
-    """``n`` generated reviews, seeded (the same seed gives the same reviews)."""
+                 max_fillers: int = 3, cues: Sequence[int] | None = None) -> list[Review]:
+    """``n`` generated reviews, seeded (the same seed gives the same reviews). ``cues = [lo, hi]``:
+    one-sided reviews with lo..hi cues each (see :func:`make_review`); None or empty: the default mix."""
     if n < 1:
         raise ConfigError(f"data.n must be >= 1 for the generated reviews, got {n}.")
     for name, value in (("negation", negation), ("intensify", intensify)):
         if not 0.0 <= value <= 1.0:
             raise ConfigError(f"data.{name} must be in [0, 1], got {value}.")
     rng = random.Random(seed)
-    return [make_review(rng, negation, intensify, max_fillers) for _ in range(n)]
+    span = check_cue_range(cues)
+    return [make_review(rng, negation, intensify, max_fillers, span) for _ in range(n)]
+
+
+def check_cue_range(cues: Sequence[int] | None) -> tuple[int, int] | None:
+    """``[lo, hi]`` -> (lo, hi) with 1 <= lo <= hi <= MAX_CUES; None or empty -> None (the default mix)."""
+    if not cues:
+        return None
+    if (len(cues) != 2 or not all(isinstance(c, int) and not isinstance(c, bool) for c in cues)
+            or not 1 <= cues[0] <= cues[1] <= MAX_CUES):
+        raise ConfigError(f"data.cues must be [lo, hi] with 1 <= lo <= hi <= {MAX_CUES} (cues per one-sided review), "
+                          f"or [] for the default mix; got {list(cues)!r}.")
+    return int(cues[0]), int(cues[1])
+
+
+def held_out_cue_words() -> frozenset[str]:
+    """The cue words a held-out split keeps out of training: every second positive and negative cue
+    (half of each polarity, single words and phrases alike)."""
+    return frozenset(POSITIVE[1::2] + NEGATIVE[1::2])
+
+
+def cue_words(review: Review) -> list[str]:
+    """The sentiment word or phrase of each cue of a generated review (negator and intensifier dropped)."""
+    words = review.words
+    out = []
+    for c in review.cues:
+        span = words[c.start:c.end][int(c.negated) + int(c.intensified):]
+        out.append(" ".join(span))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -284,7 +317,10 @@ __all__ = [
     "Cue",
     "Review",
     "download_sst2",
+    "check_cue_range",
+    "cue_words",
     "encode_words",
+    "held_out_cue_words",
     "make_review",
     "make_reviews",
     "normalize_text",

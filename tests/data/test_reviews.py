@@ -12,7 +12,9 @@ from playground.data.reviews import (
     NEGATIVE,
     NEGATORS,
     POSITIVE,
+    cue_words,
     download_sst2,
+    held_out_cue_words,
     make_reviews,
     parse_labelled,
     text_tokenizer,
@@ -59,6 +61,34 @@ def test_generation_is_seeded_and_positions_vary() -> None:
     assert all(not c.negated for r in make_reviews(100, seed=0, negation=0.0) for c in r.cues)
     with pytest.raises(ConfigError, match="negation"):
         make_reviews(5, negation=1.5)
+
+
+def test_one_sided_reviews_have_the_asked_cue_count_all_of_the_labels_polarity() -> None:
+    reviews = make_reviews(300, seed=5, negation=0.0, cues=[2, 4])
+    counts = {len(r.cues) for r in reviews}
+    assert counts == {2, 3, 4}
+    for r in reviews:
+        sign = 1 if r.label else -1
+        polarities = [_polarity(r.words[c.start:c.end]) for c in r.cues]  # read back from the words alone
+        assert polarities == [sign] * len(r.cues)
+        assert not any(c.negated for c in r.cues) and not set(r.words) & set(NEGATORS)
+        assert all(w in (POSITIVE if sign > 0 else NEGATIVE) for w in cue_words(r))
+    assert {r.label for r in reviews} == {0, 1}
+    assert make_reviews(40, seed=5, negation=0.0, cues=[2, 4]) == reviews[:40]  # seeded
+    assert any(c.negated for r in make_reviews(200, seed=5, cues=[2, 4]) for c in r.cues)  # negation still applies
+    for bad in ([0, 2], [3, 2], [1, 99], [2], [1.5, 2]):
+        with pytest.raises(ConfigError, match=r"data.cues must be \[lo, hi\]"):
+            make_reviews(5, cues=bad)
+
+
+def test_held_out_cue_words_are_half_of_each_polarity_and_cue_words_read_them_back() -> None:
+    held = held_out_cue_words()
+    assert len(held & set(POSITIVE)) == len(POSITIVE) // 2 and len(held & set(NEGATIVE)) == len(NEGATIVE) // 2
+    for r in make_reviews(200, seed=2):
+        words = cue_words(r)
+        assert len(words) == len(r.cues) and all(w in POSITIVE + NEGATIVE for w in words)
+        for w in words:
+            assert f" {w} " in f" {r.text} "
 
 
 def test_tokenizer_tokens_are_the_review_words() -> None:

@@ -41,7 +41,9 @@ def validation_lines(data: dict[str, Any], workspace: Workspace | None, policy: 
         return []
     if corpus == REVIEWS:
         count = min(int(data.get("n_reviews", 20000)), 2000)
-        text = "\n".join(r.text for r in make_reviews(count, int(data.get("reviews_seed", 1))))
+        reviews = make_reviews(count, int(data.get("reviews_seed", 1)), float(data.get("negation", 0.25)),
+                               float(data.get("intensify", 0.25)), cues=list(data.get("cues") or []))
+        text = "\n".join(r.text for r in reviews)
     else:
         text = load_corpus(corpus, workspace=workspace, fetch=_no_fetch, policy=policy).text
     if data.get("max_chars"):

@@ -10,7 +10,7 @@ resumed run sees the same masks. The loss is cross-entropy at the selected posit
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -19,7 +19,7 @@ from tokenizers import Tokenizer
 from torch import Tensor, nn
 
 from playground.data.policy import DataPolicy
-from playground.data.reviews import make_reviews
+from playground.data.reviews import check_cue_range, make_reviews
 from playground.data.splits import split_text
 from playground.errors import ConfigError, DataError, TooBigError
 from playground.families.bert.masking import IGNORE, MaskRule, mask_tokens
@@ -59,6 +59,7 @@ class MLMDataConfig:
     reviews_seed: int = 1  # corpus = reviews (the labelled sets use seed 0)
     negation: float = 0.25  # corpus = reviews: share of cues written as a negated opposite ("not bad")
     intensify: float = 0.25  # corpus = reviews: share of single-word cues with an intensifier
+    cues: list[int] = field(default_factory=list)  # corpus = reviews: [lo, hi] = one-sided reviews with lo..hi cues ([] = the labelled sets' mix)
     max_vocab: int = 20000  # tokenizer = words: the most frequent words kept
     per_line: bool = False  # one example per line (padded) instead of windows of the token stream
     mask_prob: float = 0.15  # share of non-special positions selected for the loss
@@ -72,6 +73,7 @@ class MLMDataConfig:
             raise ConfigError("data.max_chars must be >= 0 (0 = all) and data.max_vocab >= 1.")
         if not 1 <= self.n_reviews <= MAX_REVIEWS:
             raise TooBigError(f"data.n_reviews must be between 1 and {MAX_REVIEWS:,}, got {self.n_reviews}.")
+        check_cue_range(self.cues)
         MaskRule(self.mask_prob, self.mask_token_share, self.random_token_share)  # raises on shares that do not add up
 
     @property
@@ -162,10 +164,12 @@ def corpus_text(data: MLMDataConfig, workspace: Workspace | None, limits: Any | 
     """The configured corpus' text and a one-line description."""
     if data.corpus == REVIEWS:
         join = "\n" if data.per_line else f" {SEP}\n"  # a stream marks where one review ends
-        text = join.join(r.text for r in make_reviews(data.n_reviews, data.reviews_seed, data.negation, data.intensify))
+        reviews = make_reviews(data.n_reviews, data.reviews_seed, data.negation, data.intensify, cues=data.cues)
+        text = join.join(r.text for r in reviews)
         text = text[:data.max_chars] if data.max_chars else text
-        return text, (f"{data.n_reviews:,} generated review texts (seed {data.reviews_seed}, negation {data.negation}), "
-                      "labels unused")
+        sided = f", one-sided with {data.cues[0]} to {data.cues[1]} cues" if data.cues else ""
+        return text, (f"{data.n_reviews:,} generated review texts (seed {data.reviews_seed}, negation {data.negation}"
+                      f"{sided}), labels unused")
     return load_text(data.corpus, workspace, data.max_chars, limits, policy)
 
 
