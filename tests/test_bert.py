@@ -17,6 +17,8 @@ from playground.analysis.explain.per_input import (
 )
 from playground.bundle import load_bundle, read_metrics_csv, save_bundle
 from playground.config import load_preset
+from playground.data.reviews import cue_words, held_out_cue_words, make_reviews
+from playground.data.splits import split_indices
 from playground.errors import ConfigError, DataError, NotFoundError, TooBigError
 from playground.families import get_family
 from playground.families.bert.generation import fill_mask
@@ -31,6 +33,7 @@ from playground.models.bert import (
     copy_encoder,
     encoder_state,
 )
+from playground.training.device import device_caps
 from playground.training.engine import run_training
 from playground.training.spec import resolve_run
 from playground.workspace import Workspace
@@ -170,7 +173,8 @@ def test_finetune_starts_from_the_pretrained_encoder_and_both_presets_learn(work
     pre = load_bundle("mlm", workspace)
     model = {k: v for k, v in TINY_RUN.items() if k.startswith("model.")}  # the pre-trained encoder's shape
     small = {**model, "data.n": "400", "train.max_steps": "40", "train.eval_interval": "20", "train.lr": "3e-3",
-             "train.batch_size": "16", "train.log_interval": "1"}
+             "train.batch_size": "16", "train.log_interval": "1",
+             "data.held_out_cues": "false"}  # every cue word in training (the held-out split has its own test)
     spec = resolve_run("bert-reviews-finetune", {**small, "data.init_from": "mlm"})
     adapter = get_family("bert_classifier").adapter
     prep = adapter.prepare(spec.data, spec.preset.model, workspace)
@@ -192,6 +196,35 @@ def test_finetune_starts_from_the_pretrained_encoder_and_both_presets_learn(work
         adapter.prepare(resolve_run("bert-reviews-finetune", {**small, "data.init_from": "nothing"}).data, {}, workspace)
     with pytest.raises(ConfigError, match="may not contain"):
         resolve_run("bert-reviews-finetune", {"data.init_from": "../mlm"})
+
+
+def test_held_out_cues_keep_half_the_cue_words_out_of_training_and_report_them_apart(workspace: Workspace) -> None:
+    spec = resolve_run("bert-reviews-scratch", {**TINY_RUN, "data.n": "600", "data.n_train": "0",
+                                                 "data.held_out_cues": "true"})
+    adapter = get_family("bert_classifier").adapter
+    prep = adapter.prepare(spec.data, spec.preset.model, workspace)
+    split, held = prep.payload, held_out_cue_words()
+    reviews = make_reviews(600, spec.data.seed, spec.data.negation, spec.data.intensify)
+    train_idx, val_idx = split_indices(600, spec.data.val_fraction, spec.data.seed)
+    kept = [reviews[i] for i in train_idx if not held & set(cue_words(reviews[i]))]  # an independent filter
+    assert 0 < len(split.train_ids) == len(kept) < len(train_idx)
+    vocab = prep.tokenizer.get_vocab()
+    assert not {"wonderful", "awful", "brilliant", "boring"} & set(vocab)  # held-out words never reach training
+    assert {"good", "bad", "excellent", "terrible"} <= set(vocab)
+    val = split.val_reviews
+    assert len(val) == len(val_idx) and any(held & set(cue_words(r)) for r in val)  # validation keeps every review
+    unseen = [held.issuperset(cue_words(r)) for r in val]
+    assert split.val_unseen.tolist() == unseen and any(unseen)
+    assert split.val_seen.tolist() == [not held & set(cue_words(r)) for r in val]
+    model = get_family("bert_classifier").build(prep.model_config).eval()  # no dropout: both reads agree
+    metrics = adapter.evaluate(model, prep, spec.train, device_caps("cpu"))
+    with torch.no_grad():
+        preds = model(split.collate(split.val_ids)).argmax(-1)  # [N_val]
+    right = (preds == split.val_labels).float()
+    assert metrics["unseen_cue_accuracy"] == pytest.approx(right[split.val_unseen].mean().item())
+    assert metrics["seen_cue_accuracy"] == pytest.approx(right[split.val_seen].mean().item())
+    with pytest.raises(ConfigError, match="held_out_cues needs data.texts = reviews"):
+        resolve_run("bert-reviews-scratch", {"data.texts": "csv", "data.held_out_cues": "true"})
 
 
 def test_the_shipped_finetune_pair_differs_only_in_its_start() -> None:
