@@ -226,6 +226,18 @@ class LayerKV:
         self.k: Tensor | None = None
         self.v: Tensor | None = None
 
+    def ensure(self, k: Tensor, v: Tensor, slots: int, offset: int) -> tuple[Tensor, Tensor]:
+        """The [B,H,slots,hd] buffers for keys/values like k, v [B,H,T,hd]: kept while batch size,
+        dtype and device match, made anew at offset 0, refused mid-sequence otherwise."""
+        B, H, _, hd = k.shape
+        fits = self.k is not None and self.k.shape[0] == B and self.k.dtype == k.dtype and self.k.device == k.device
+        if not fits:
+            if offset:
+                raise ValueError("KV cache was filled with another batch size, dtype or device; start a new cache")
+            self.k = k.new_empty(B, H, slots, hd)
+            self.v = v.new_empty(B, H, slots, hd)
+        return self.k, self.v  # type: ignore[return-value]
+
 
 class KVCache:
     """Per-layer keys/values for incremental decoding; ``length`` tokens are cached.
@@ -240,20 +252,13 @@ class KVCache:
 
     def append(self, i: int, k: Tensor, v: Tensor, offset: int) -> tuple[Tensor, Tensor]:
         """Write k, v [B,H,T,hd] of layer i at ``offset``; return views of all keys/values so far."""
-        layer = self.layers[i]
-        B, H, T, hd = k.shape
-        end = offset + T
+        end = offset + k.shape[2]
         if end > self.max_length:
             raise ValueError(f"KV cache holds {self.max_length} positions; {end} requested (crop or rebuild the cache)")
-        fits = layer.k is not None and layer.k.shape[0] == B and layer.k.dtype == k.dtype and layer.k.device == k.device
-        if not fits:
-            if offset:
-                raise ValueError("KV cache was filled with another batch size, dtype or device; start a new cache")
-            layer.k = k.new_empty(B, H, self.max_length, hd)
-            layer.v = v.new_empty(B, H, self.max_length, hd)
-        layer.k[:, :, offset:end] = k
-        layer.v[:, :, offset:end] = v
-        return layer.k[:, :, :end], layer.v[:, :, :end]  # type: ignore[index]
+        keys, values = self.layers[i].ensure(k, v, self.max_length, offset)
+        keys[:, :, offset:end] = k
+        values[:, :, offset:end] = v
+        return keys[:, :, :end], values[:, :, :end]
 
     def crop(self, length: int) -> None:
         """Forget everything after the first ``length`` positions."""
@@ -292,19 +297,11 @@ class WindowedKVCache(KVCache):
     def append(self, i: int, k: Tensor, v: Tensor, offset: int) -> tuple[Tensor, Tensor]:
         """Write k, v [B,H,T,hd] of layer i at positions offset..offset+T-1 into the ring; return
         the keys/values those queries can see ([B,H,K,hd], K <= W - 1 + T; see key_positions)."""
-        layer = self.layers[i]
-        B, H, T, hd = k.shape
+        T = k.shape[2]
         end, W = offset + T, self.window
         if end > self.max_length:
             raise ValueError(f"KV cache allows {self.max_length} positions; {end} requested (start a new cache)")
-        fits = layer.k is not None and layer.k.shape[0] == B and layer.k.dtype == k.dtype and layer.k.device == k.device
-        if not fits:
-            if offset:
-                raise ValueError("KV cache was filled with another batch size, dtype or device; start a new cache")
-            layer.k = k.new_empty(B, H, W, hd)
-            layer.v = v.new_empty(B, H, W, hd)
-        ring_k, ring_v = layer.k, layer.v
-        assert ring_k is not None and ring_v is not None
+        ring_k, ring_v = self.layers[i].ensure(k, v, W, offset)
         if T == 1:  # decoding: one slot overwritten in place, the ring is the key set
             ring_k[:, :, offset % W] = k[:, :, 0]
             ring_v[:, :, offset % W] = v[:, :, 0]
