@@ -17,7 +17,7 @@ from playground.analysis.explain.per_input import (
 )
 from playground.bundle import load_bundle, read_metrics_csv, save_bundle
 from playground.config import load_preset
-from playground.data.reviews import cue_words, held_out_cue_words, make_reviews
+from playground.data.reviews import NEGATIVE, POSITIVE, cue_words, held_out_cue_words, make_reviews
 from playground.data.splits import split_indices
 from playground.errors import ConfigError, DataError, NotFoundError, TooBigError
 from playground.families import get_family
@@ -233,6 +233,26 @@ def test_the_shipped_finetune_pair_differs_only_in_its_start() -> None:
     assert fine.data.pop("init_from") == "bert-mlm-reviews" and scratch.data.pop("init_from") == ""
     assert (fine.model, fine.data, fine.train) == (scratch.model, scratch.data, scratch.train)
     assert load_preset("bert-mlm-reviews").model["d_model"] == fine.model["d_model"]
+
+
+def test_the_shipped_reviews_mlm_knows_which_way_a_verdict_word_leans() -> None:
+    bundle = load_bundle("bert-mlm-reviews", Workspace(Path(__file__).resolve().parent.parent / "checkpoints"))
+    tok, cfg = bundle.tokenizer, bundle.model_config
+    pos = [tok.token_to_id(w) for w in POSITIVE if " " not in w]
+    neg = [tok.token_to_id(w) for w in NEGATIVE if " " not in w]
+    emb = F.normalize(bundle.model.encoder.tok_emb.weight.detach(), dim=-1)  # [V,d]
+    cos = emb @ emb.T  # [V,V]
+
+    def mean(a: list[int], b: list[int]) -> float:
+        return float(torch.stack([cos[i, j] for i in a for j in b if i != j]).mean())
+
+    assert mean(pos, neg) < min(mean(pos, pos), mean(neg, neg)) - 0.1  # polarity clusters in the embedding
+    for word, same, other in (("wonderful", pos, neg), ("awful", neg, pos)):
+        words = f"the story was {word} and the acting was [MASK]".split()
+        ids = [cfg.cls_id, *(tok.token_to_id(w) for w in words), cfg.sep_id]
+        with torch.no_grad():
+            probs = bundle.model(torch.tensor([ids]))[0, -2].softmax(-1)  # [V] at the [MASK]
+        assert probs[same].sum() > 3 * probs[other].sum(), word  # the hidden verdict follows the other one
 
 
 # -- fill-mask and explanations ----------------------------------------------------------------
