@@ -17,7 +17,13 @@ from playground.analysis.explain.per_input import (
 )
 from playground.bundle import load_bundle, read_metrics_csv, save_bundle
 from playground.config import load_preset
-from playground.data.reviews import NEGATIVE, POSITIVE, cue_words, held_out_cue_words, make_reviews
+from playground.data.reviews import (
+    NEGATIVE,
+    POSITIVE,
+    cue_words,
+    held_out_cue_words,
+    make_reviews,
+)
 from playground.data.splits import split_indices
 from playground.errors import ConfigError, DataError, NotFoundError, TooBigError
 from playground.families import get_family

@@ -116,10 +116,9 @@ def make_review(rng: random.Random, negation: float = 0.25, intensify: float = 0
     label = rng.randrange(2)
     sign = 1 if label else -1
     wanted = [sign] * n_cues
-    if cues is None:
-        # cue polarities: a strict majority has the label's sign (2 cues agree; of 3, 2 or 3 agree)
-        if n_cues == 3 and rng.random() < 0.5:
-            wanted[rng.randrange(3)] = -sign
+    # default mix: a strict majority has the label's sign (2 cues agree; of 3, 2 or 3 agree)
+    if cues is None and n_cues == 3 and rng.random() < 0.5:
+        wanted[rng.randrange(3)] = -sign
     sentences: list[tuple[list[str], Cue | None]] = []
     for expressed in wanted:
         words, cue = _cue(rng, expressed, negation, intensify)
@@ -316,9 +315,9 @@ __all__ = [
     "REVIEW_CLASSES",
     "Cue",
     "Review",
-    "download_sst2",
     "check_cue_range",
     "cue_words",
+    "download_sst2",
     "encode_words",
     "held_out_cue_words",
     "make_review",

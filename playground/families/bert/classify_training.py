@@ -36,7 +36,11 @@ from playground.families.text_classifier.training import (
 )
 from playground.models.bert import BertClassifierConfig, BertConfig, copy_encoder
 from playground.training.adapters import Prepared, resolve_tokenizer
-from playground.training.config import TrainConfig, build_model_config, check_model_values
+from playground.training.config import (
+    TrainConfig,
+    build_model_config,
+    check_model_values,
+)
 from playground.training.device import DeviceCaps
 from playground.workspace import Workspace, validate_name
 
