@@ -157,10 +157,10 @@ def check_cue_range(cues: Sequence[int] | None) -> tuple[int, int] | None:
     """``[lo, hi]`` -> (lo, hi) with 1 <= lo <= hi <= MAX_CUES; None or empty -> None (the default mix)."""
     if not cues:
         return None
-    if (len(cues) != 2 or not all(isinstance(c, int) and not isinstance(c, bool) for c in cues)
+    if (not isinstance(cues, (list, tuple)) or len(cues) != 2 or not all(isinstance(c, int) and not isinstance(c, bool) for c in cues)
             or not 1 <= cues[0] <= cues[1] <= MAX_CUES):
         raise ConfigError(f"data.cues must be [lo, hi] with 1 <= lo <= hi <= {MAX_CUES} (cues per one-sided review), "
-                          f"or [] for the default mix; got {list(cues)!r}.")
+                          f"or [] for the default mix; got {cues!r}.")
     return int(cues[0]), int(cues[1])
 
 

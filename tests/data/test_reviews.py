@@ -76,7 +76,7 @@ def test_one_sided_reviews_have_the_asked_cue_count_all_of_the_labels_polarity()
     assert {r.label for r in reviews} == {0, 1}
     assert make_reviews(40, seed=5, negation=0.0, cues=[2, 4]) == reviews[:40]  # seeded
     assert any(c.negated for r in make_reviews(200, seed=5, cues=[2, 4]) for c in r.cues)  # negation still applies
-    for bad in ([0, 2], [3, 2], [1, 99], [2], [1.5, 2]):
+    for bad in ([0, 2], [3, 2], [1, 99], [2], [1.5, 2], 3, "ab"):
         with pytest.raises(ConfigError, match=r"data.cues must be \[lo, hi\]"):
             make_reviews(5, cues=bad)
 

@@ -42,7 +42,7 @@ def validation_lines(data: dict[str, Any], workspace: Workspace | None, policy: 
     if corpus == REVIEWS:
         count = min(int(data.get("n_reviews", 20000)), 2000)
         reviews = make_reviews(count, int(data.get("reviews_seed", 1)), float(data.get("negation", 0.25)),
-                               float(data.get("intensify", 0.25)), cues=list(data.get("cues") or []))
+                               float(data.get("intensify", 0.25)), cues=data.get("cues") or None)
         text = "\n".join(r.text for r in reviews)
     else:
         text = load_corpus(corpus, workspace=workspace, fetch=_no_fetch, policy=policy).text
