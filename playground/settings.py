@@ -11,6 +11,7 @@ from playground.errors import ConfigError
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_WORKSPACE = REPO_ROOT / "checkpoints"
 SHIPPED_LIBRARY = REPO_ROOT / "checkpoints"  # the demo checkpoints that ship with the repo
+FIRST_MODEL = "gpt-python-docs-char"  # what a checkpoint list opens on when the user has not picked one
 DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
 
 

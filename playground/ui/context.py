@@ -181,14 +181,15 @@ def as_user_error(exc: BaseException) -> gr.Error:
                     "Check the inputs and try again; if it keeps happening, tell the instructor or open an issue.")
 
 
-def choices_update(names: list[str], current: str | None = None) -> dict[str, Any]:
-    """A dropdown update that keeps the current value when it still exists.
+def choices_update(names: list[str], current: str | None = None, first: str | None = None) -> dict[str, Any]:
+    """A dropdown update that keeps the current value when it still exists, else picks `first`
+    (when listed) or the first name.
 
     The value is sent only when it must change: a value in the answer would undo a pick the
     user made while this refresh was on its way."""
     if current is not None and current in names:
         return gr.update(choices=names)
-    return gr.update(choices=names, value=names[0] if names else None)
+    return gr.update(choices=names, value=first if first in names else (names[0] if names else None))
 
 
 def fingerprint(values: Sequence[Any]) -> str:
@@ -267,8 +268,11 @@ def refresh_all(parts: Sequence[tuple[Callable[..., Any], int, int]]) -> Callabl
 
 
 def model_choices(workspace: Any, current: str | None) -> dict[str, Any]:
-    """A checkpoint dropdown's update: every model the user can see (own, shared, library)."""
-    return choices_update(workspace.names("models"), current)
+    """A checkpoint dropdown's update: every model the user can see (own, shared, library); a new
+    page opens on the demo GPT (settings.FIRST_MODEL), the model the README starts with."""
+    from playground.settings import FIRST_MODEL
+
+    return choices_update(workspace.names("models"), current, FIRST_MODEL)
 
 
 def text_hint(ctx: AppContext, field: str) -> str | None:

@@ -18,7 +18,7 @@ import pandas as pd
 
 from playground.scratch import download_dir
 from playground.ui.components import Chart, ReadableImage, Slider
-from playground.ui.context import AppContext, choices_update, text_hint, user_errors
+from playground.ui.context import AppContext, model_choices, text_hint, user_errors
 from playground.ui.tab_switch import click_tab_js
 from playground.ui.tables import Table
 from playground.ui.updates import Updates
@@ -81,7 +81,7 @@ def describe(bundle) -> str:
 
 def refresh_models(env: Env, current: str | None):
     """Dropdown update with the workspace's models (keeps the current choice)."""
-    return choices_update(env.workspace.names("models"), current)
+    return model_choices(env.workspace, current)
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,22 @@ def test_choices_keep_the_users_pick_by_not_sending_a_value():
     assert choices_update(["a", "b"], "gone") == gr.update(choices=["a", "b"], value="a")
     assert choices_update([], "gone") == gr.update(choices=[], value=None)
     assert choices_update(["a"], None) == gr.update(choices=["a"], value="a")
+    assert choices_update(["a", "b"], None, first="b") == gr.update(choices=["a", "b"], value="b")
+    assert choices_update(["a", "b"], "a", first="b") == gr.update(choices=["a", "b"])  # a pick wins
+    assert choices_update(["a"], None, first="gone") == gr.update(choices=["a"], value="a")
+
+
+def test_checkpoint_lists_open_on_the_demo_gpt(tmp_path):
+    """A new page's Generate and Analyze open on the demo GPT the README starts with, not on
+    whichever shipped checkpoint sorts first (a fill-mask BERT hides the sampling knobs)."""
+    from playground.settings import FIRST_MODEL, SHIPPED_LIBRARY
+    from playground.spaces import Spaces, user_key
+    from playground.ui.context import model_choices
+
+    ws = Spaces(tmp_path / "root", [SHIPPED_LIBRARY]).space(user_key(None, None, "s"), "s")
+    names = ws.names("models")
+    assert FIRST_MODEL in names and names[0] != FIRST_MODEL
+    assert model_choices(ws, None)["value"] == FIRST_MODEL
 
 
 def test_several_refreshers_answer_as_one_event():
