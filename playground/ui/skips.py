@@ -10,10 +10,11 @@ the server while 20 users generated at once, rebuilding skipped components was o
 its CPU time.
 
 This subclass answers a pure skip of a non-state output itself, with the reply gradio would
-send (made by gradio's own `postprocess_update_dict`, on the component as it is), and hands every other output to gradio's own
-`postprocess_data`, unchanged. The session state is not touched for a skipped output (gradio
-would replace the component with an identical one). Any other shape of result (a single
-output, a dict keyed by component, a batch function) goes to gradio as it is.
+send (made by gradio's own `postprocess_update_dict`, on the component as it is), and hands
+every other output to gradio's own `postprocess_data`, unchanged. The session state is not
+touched for a skipped output (gradio would replace the component with an identical one, and
+drop its value from the session's config). Any other shape of result (a single output, a dict
+keyed by component, a batch function) goes to gradio as it is.
 """
 from __future__ import annotations
 

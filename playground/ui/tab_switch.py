@@ -19,13 +19,14 @@ from __future__ import annotations
 import json
 
 import gradio as gr
+from gradio.events import Dependency
 
 BUTTON_ID = "tab-{}-button"  # what gradio 6 names a tab's button, from gr.Tab(elem_id="tab-<id>")
 
-# (tab_id) -> clicks tab <tab_id>'s button; nothing for an empty or unknown id
+# (tab_id) -> clicks tab <tab_id>'s button (BUTTON_ID); nothing for an empty or unknown id
 CLICK_TAB_JS = """(tab) => {
   if (typeof tab === "string" && /^[a-z]+$/.test(tab)) {
-    const button = document.getElementById("tab-" + tab + "-button");
+    const button = document.getElementById(`tab-${tab}-button`);
     if (button) button.click();
   }
   return [];
@@ -42,6 +43,6 @@ def tab_target(elem_id: str) -> gr.Textbox:
     return gr.Textbox(visible=False, elem_id=elem_id)
 
 
-def open_tab_from(event: object, target: gr.Textbox) -> None:
+def open_tab_from(event: Dependency, target: gr.Textbox) -> None:
     """After `event` succeeds, open the tab whose id it wrote into `target` (if any)."""
-    event.success(None, [target], None, js=CLICK_TAB_JS, queue=False, show_progress="hidden")  # type: ignore[attr-defined]
+    event.success(None, [target], None, js=CLICK_TAB_JS, queue=False, show_progress="hidden")
