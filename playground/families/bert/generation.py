@@ -20,7 +20,7 @@ from playground.errors import DataError, PlaygroundError, TooBigError
 from playground.families.bert.tokens import MASK
 from playground.families.text_classifier.generation import (
     TextClassifierGenerator,
-    class_names,
+    softmax_of,
 )
 from playground.generation.events import Done, SampleResult, StepEvent
 from playground.generation.family import Controls, FamilyGenerator, picked_token
@@ -161,11 +161,7 @@ def bert_class_probs(bundle: Bundle, text: str) -> tuple[Tensor, list[int]]:
     ids = framed_ids(bundle, text)
     if len(ids) < 3:
         raise DataError("The text has no tokens to read; type a sentence.")
-    model = bundle.model
-    device = next(model.parameters()).device
-    with torch.inference_mode():
-        probs = model(torch.tensor([ids], device=device)).float().softmax(-1)[0].cpu()  # [C]
-    return probs, ids
+    return softmax_of(bundle.model, ids), ids
 
 
 class BertClassifierGenerator(TextClassifierGenerator):
@@ -173,15 +169,6 @@ class BertClassifierGenerator(TextClassifierGenerator):
 
     what = "BERT text classifier"
 
-    def stream(self, bundle: Bundle, request: GenerateRequest) -> Iterator[StepEvent | Done]:
-        t0 = time.perf_counter()
-        probs, ids = bert_class_probs(bundle, request.prompt)
-        names = class_names(bundle)
-        order = probs.argsort(descending=True).tolist()
-        top = order[0]
-        event = StepEvent(0, 0, len(ids), top, names[top], float(probs[top]), 1.0,
-                          [(k, names[k], float(probs[k])) for k in order], stopped=True)
-        yield event
-        sample = SampleResult(request.prompt, ids, [top], names[top], "stop", [event])
-        yield Done([sample], None, 1, time.perf_counter() - t0,
-                   info={"class_probs": {names[k]: float(probs[k]) for k in range(len(names))}})
+    def class_probs(self, bundle: Bundle, text: str) -> tuple[Tensor, list[int]]:
+        """The text framed as [CLS] text [SEP] (:func:`bert_class_probs`)."""
+        return bert_class_probs(bundle, text)

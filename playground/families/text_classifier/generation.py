@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 from tokenizers import Tokenizer
-from torch import Tensor
+from torch import Tensor, nn
 
 from playground.data.reviews import encode_words
 from playground.errors import DataError, PlaygroundError
@@ -55,11 +55,14 @@ def class_probs(bundle: Bundle, text: str) -> tuple[Tensor, list[int]]:
     ids = encode_words(bundle.tokenizer, text, int(bundle.model_config.max_len))
     if not ids:
         raise DataError("The text has no words to read; type a sentence.")
-    model = bundle.model
+    return softmax_of(bundle.model, ids), ids
+
+
+def softmax_of(model: nn.Module, ids: list[int]) -> Tensor:
+    """The classifier's class probabilities [C] for one sequence of token ids."""
     device = next(model.parameters()).device
     with torch.inference_mode():
-        probs = model(torch.tensor([ids], device=device)).float().softmax(-1)[0].cpu()  # [C]
-    return probs, ids
+        return model(torch.tensor([ids], device=device)).float().softmax(-1)[0].cpu()  # [C]
 
 
 def classify_text(bundle: Bundle, text: str) -> TextClassification:
@@ -81,10 +84,14 @@ class TextClassifierGenerator(FamilyGenerator):
         prompt_required=True, pick_label="Pick the class to explain",
     )
 
+    def class_probs(self, bundle: Bundle, text: str) -> tuple[Tensor, list[int]]:
+        """Class probabilities [C] of ``text`` and the ids the model read (:func:`class_probs`)."""
+        return class_probs(bundle, text)
+
     def stream(self, bundle: Bundle, request: GenerateRequest) -> Iterator[StepEvent | Done]:
         """One StepEvent (the predicted class; alternatives = every class) and a Done."""
         t0 = time.perf_counter()
-        probs, ids = class_probs(bundle, request.prompt)
+        probs, ids = self.class_probs(bundle, request.prompt)
         names = class_names(bundle)
         order = probs.argsort(descending=True).tolist()
         top = order[0]
