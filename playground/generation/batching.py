@@ -25,6 +25,9 @@ masked attention sum in another order): on the shipped demo GPT, 8 rows at posit
 the largest difference was 3e-6 on logits up to 9 in size (the tests allow 1e-4), far too
 small to change a draw in practice; the tests check token-for-token equality.
 
+On the CPU a worker runs torch on `DECODE_THREADS` (1) intra-op threads, set for its own thread
+only (`playground.torch_threads`): request threads, analyses among them, keep the process's count.
+
 Limits (checked before anything is allocated): at most `max_rows` sequences decode together
 (a request takes `num_samples` rows) and the cache of those rows fits `KV_BUDGET_BYTES`; at
 most `max_waiting` requests wait to join (more: TooBigError, "try again"). A request that
@@ -58,6 +61,7 @@ from playground.errors import TooBigError
 from playground.generation.events import Done, StepEvent
 from playground.generation.lm import Draw, LMRun, run_alone, sample_together
 from playground.models.attention import KVCache
+from playground.torch_threads import set_here
 
 ENV_SWITCH = "PLAYGROUND_GENERATE_BATCHING"
 MAX_ROWS = 32  # sequences decoded in one forward pass
@@ -66,6 +70,11 @@ KV_BUDGET_BYTES = 256 * 2**20  # a batcher's row cache (all rows, all layers, ke
 IDLE_EXIT_S = 20.0  # a worker with nothing to do for this long ends (a new request starts another)
 POLL_S = 1.0  # how often a waiting consumer checks that its worker is alive
 FLUSH_S = 0.1  # events reach their reader at most this often (each wake-up costs the worker the GIL)
+# Intra-op threads of a worker decoding on the CPU. A step is a few hundred small ops, and the
+# worker shares the machine with the server's event loop and other users' requests: a second
+# thread that spin-waits between ops costs them more than it gains (20 users on the 2-core
+# machine: a round in 470 ms instead of 600-770, one user's 100 tokens in 0.18 s, not 0.33).
+DECODE_THREADS = 1
 
 
 def batching_enabled() -> bool:
@@ -199,7 +208,7 @@ class GPTBatcher:
 
     def __init__(self, model: nn.Module, *, max_rows: int = MAX_ROWS, max_waiting: int = MAX_WAITING,
                  idle_s: float = IDLE_EXIT_S, registry: dict[int, GPTBatcher] | None = None,
-                 registry_lock: threading.Lock | None = None) -> None:
+                 registry_lock: threading.Lock | None = None, threads: int | None = DECODE_THREADS) -> None:
         cfg = model.config
         param = next(model.parameters())
         self.model = model
@@ -209,6 +218,8 @@ class GPTBatcher:
         self.max_rows = max(0, min(max_rows, KV_BUDGET_BYTES // per_row))  # capped before allocating
         self.max_waiting = max_waiting
         self.idle_s = idle_s
+        self.threads = threads if param.device.type == "cpu" else None  # None: the process's count
+        self.worker_threads = 0  # the intra-op count the last worker ran with (for tests and the bench)
         self._registry, self._registry_lock = registry, registry_lock or threading.Lock()
         self._cond = threading.Condition()
         self._waiting: list[Job] = []
@@ -258,6 +269,9 @@ class GPTBatcher:
     # -- the worker --------------------------------------------------------------------------
 
     def _loop(self) -> None:
+        if self.threads:
+            set_here(self.threads)  # this worker only: request threads keep the process's count
+        self.worker_threads = torch.get_num_threads()
         while True:
             with self._cond:
                 idle = not self._active and not self._waiting and (self._closing or not self._cond.wait(self.idle_s))

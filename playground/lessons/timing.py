@@ -5,19 +5,16 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-import torch
+from playground.torch_threads import threads_here
 
 
 @contextmanager
 def one_thread() -> Iterator[None]:
-    """Torch on one CPU thread for the block (restored after): on a busy shared CPU a thread pool
-    waits on its slowest thread, which can make a small op 100× slower and the timings noise."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    """Torch on one CPU thread for the block, in the calling thread only (restored after): on a
+    busy shared CPU a thread pool waits on its slowest thread, which can make a small op 100×
+    slower and the timings noise. Other users' threads keep their counts."""
+    with threads_here(1):
         yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def best_seconds(fn: Callable[[], object], repeats: int = 2) -> float:

@@ -261,3 +261,18 @@ def test_close_ends_the_worker_after_what_runs(gpt_bundle):
     assert thread is not None and not thread.is_alive() and not batcher.alive()
     again = _drain(stream_batched(model, tok, tok.encode("the").ids, batcher=batcher, max_new_tokens=8, seed=1))
     assert again.samples[0].ids == done.samples[0].ids  # a later request starts a new worker
+
+
+def test_the_worker_decodes_on_its_own_thread_count_only(gpt_bundle):
+    """On the CPU the worker runs torch on DECODE_THREADS threads; the caller's count and the
+    count a new request thread starts with stay the process's."""
+    from playground.generation.batching import DECODE_THREADS
+    from playground.torch_threads import process_default
+
+    model, tok = gpt_bundle.model, gpt_bundle.tokenizer
+    default, mine = process_default(), torch.get_num_threads()
+    batcher = GPTBatcher(model, idle_s=60.0)
+    _drain(stream_batched(model, tok, tok.encode("the").ids, batcher=batcher, max_new_tokens=4, seed=1))
+    batcher.close(timeout_s=5.0)
+    assert batcher.worker_threads == DECODE_THREADS == 1
+    assert torch.get_num_threads() == mine and process_default() == default
