@@ -6,7 +6,9 @@ everyone, `playground.generation.batching`) and once with PLAYGROUND_GENERATE_BA
 generation alone, in the light lane: the unbatched peer). Then, in interleaved rounds (so a
 change in machine load hits both alike), on each server:
 
-- N users (each its own gradio_client session) call Generate at the same moment: 100 new
+- N users (each its own session, through `queue_client.QueueClient`: on the wire what a browser
+  does, at a fraction of gradio_client's CPU, which would otherwise be taken from the server
+  measured on the same cores) call Generate at the same moment: 100 new
   tokens from the shipped demo GPT (`gpt-python-docs-char`), temperature 0.8, top-k 40, each
   with its own prompt (carrying its marker; four different lengths, so the batch's rows sit
   at different positions) and seed;
@@ -42,11 +44,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from playground.bench.queue_client import QueueClient
 from playground.bench.serve import (
     DEMO_GPT,
     MARKER_RE,
     Server,
-    _client,
     _ensure_demo_model,
     start_server,
 )
@@ -102,7 +104,7 @@ def _pct(values: list[float], q: int) -> float | None:
 
 
 def _token_ids(result: Any) -> list[int] | None:
-    """The generated token ids from Generate's token table (gradio_client's dataframe dict)."""
+    """The generated token ids from Generate's token table (the dataframe as JSON)."""
     table = result[2] if isinstance(result, (list, tuple)) and len(result) > 2 else None
     if isinstance(table, dict) and "headers" in table and "data" in table:
         col = table["headers"].index("token_id")
@@ -111,14 +113,15 @@ def _token_ids(result: Any) -> list[int] | None:
 
 
 class Users:
-    """N gradio_client sessions on one server, each with its marker."""
+    """N sessions on one server (`QueueClient`: lean, so the clients take little of the CPU the
+    server is measured on), each with its marker."""
 
     def __init__(self, url: str, n: int, timeout_s: float, markers: list[str]) -> None:
-        def session(_: int) -> Any:
+        def session(_: int) -> QueueClient:
             for attempt in range(SESSION_TRIES):  # a loaded machine can time out a first /config
                 try:
-                    client = _client(url)
-                    client.predict(None, api_name="/refresh_generate_models")  # the session's checkpoint list
+                    client = QueueClient(url, timeout_s)
+                    client.predict(None, api_name="/refresh_generate_models", timeout_s=timeout_s)  # its checkpoint list
                     return client
                 except Exception:
                     if attempt == SESSION_TRIES - 1:
@@ -137,16 +140,14 @@ class Users:
         """User i's Generate; its latency, or None (failure recorded)."""
         marker = self.markers[i]
         prompt = _prompt(marker, i)
-        seed = 1000 * round_ + i
+        seed = 1000 * (round_ + 1) + i  # round -1 warms up: seeds are >= 0
         if start is not None:
             start.wait(self.timeout_s)
         t0 = time.perf_counter()
-        job = self.clients[i].submit(DEMO_GPT, prompt, 0.8, 40, 1.0, 0.0, 1.0, 0.0, 0.0, new_tokens, seed, 1, "",
-                                     1, 0.0, api_name="/generate_text")
         try:
-            result = job.result(timeout=self.timeout_s)
+            result = self.clients[i].predict(DEMO_GPT, prompt, 0.8, 40, 1.0, 0.0, 1.0, 0.0, 0.0, new_tokens, seed, 1,
+                                             "", 1, 0.0, api_name="/generate_text", timeout_s=self.timeout_s)
         except Exception as exc:  # noqa: BLE001 - every failure is a figure
-            job.cancel()
             figures.failures.append(f"{type(exc).__name__}: {str(exc)[:120]}")
             return None
         seconds = time.perf_counter() - t0

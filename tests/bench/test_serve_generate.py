@@ -1,8 +1,13 @@
-"""bench serve-generate: its report (the ratios the goal is stated in, the checks) and its
-reading of Generate's token table; the servers themselves run only in the bench."""
+"""bench serve-generate: its report (the ratios the goal is stated in, the checks), its
+reading of Generate's token table, and its lean queue client on the real app (the bench's own
+servers run only in the bench)."""
 from __future__ import annotations
 
-from playground.bench.serve_generate import Figures, _token_ids, format_report
+import pytest
+
+from playground.bench.queue_client import QueueClient, QueueError
+from playground.bench.serve import DEMO_GPT
+from playground.bench.serve_generate import Figures, _prompt, _token_ids, format_report
 
 
 def test_report_prints_ratios_and_checks():
@@ -23,3 +28,32 @@ def test_token_ids_from_the_token_table():
     table = {"headers": ["sample", "index", "token", "token_id"], "data": [[1, 0, "a", 7], [1, 1, "b", 3]]}
     assert _token_ids(["html", "stats", table]) == [7, 3]
     assert _token_ids(["html", "stats", None]) is None
+
+
+def _generate_args(seed: int) -> tuple:
+    return (DEMO_GPT, _prompt("u00-abcdef", 1), 0.8, 40, 1.0, 0.0, 1.0, 0.0, 0.0, 12, seed, 1, "", 1, 0.0)
+
+
+def test_queue_client_gets_what_gradio_client_gets(app_server):
+    """The bench's lean client on the real app: the same outputs as gradio_client for the same
+    call (state outputs left out alike), and the app's own message for a refused input."""
+    from gradio_client import Client
+
+    lean = QueueClient(app_server.url, timeout_s=60)
+    reference = Client(app_server.url, verbose=False)
+    try:
+        choices = lean.predict(None, api_name="/refresh_generate_models")[0]["choices"]
+        assert DEMO_GPT in [c[0] for c in choices]
+        reference.predict(None, api_name="/refresh_generate_models")
+        ours = lean.predict(*_generate_args(7), api_name="/generate_text", timeout_s=60)
+        theirs = reference.predict(*_generate_args(7), api_name="/generate_text")
+        assert len(ours) == len(theirs)
+        assert _token_ids(ours) == _token_ids(theirs) and len(_token_ids(ours)) == 12
+        assert ours[1].split(" in ")[0] == theirs[1].split(" in ")[0]  # the stats line, up to its timing
+        with pytest.raises(QueueError, match="seed must be between 0"):
+            lean.predict(*_generate_args(-5), api_name="/generate_text", timeout_s=60)
+        with pytest.raises(QueueError, match="no endpoint"):
+            lean.predict(api_name="/no_such_endpoint")
+    finally:
+        lean.close()
+        reference.close()
