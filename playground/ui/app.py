@@ -54,6 +54,11 @@ def launch_options() -> dict[str, Any]:
     """Keyword arguments for `app.launch` that every way of serving the app shares (a fresh dict:
     gradio adds to `app_kwargs`)."""
     return {"css": APP_CSS,
+            # Gradio's run history keeps the last 100 runs of every public endpoint, outputs and
+            # all, in the browser's localStorage, and re-reads and rewrites the whole list on each
+            # event: clicks got slower with every run, in every tab of the app. Workspaces keep
+            # what a user makes; no copy of a student's results is left in a shared browser.
+            "run_history": False,
             "app_kwargs": {"middleware": [Middleware(PageCache),  # outermost: it keeps the gzipped answer
                                           Middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES, compresslevel=6)]}}
 

@@ -7,6 +7,10 @@ and 2 x ROUNDS more rounds, the renderer's figures are read through the Chrome D
 after a forced garbage collection: the second stretch of the same work must add (almost)
 nothing, no document click listener may ever pile up, and the JS heap stays within the goal.
 
+Nor may the tab's work pile up in the browser's storage: gradio's run history kept the last
+100 runs, outputs and all, in localStorage and re-read and rewrote the whole list on every
+event, so every click in every tab of the app got slower with each run (it is switched off).
+
 Timing is the benchmark's job, not this test's (no timed assertions in tests): `python -m
 playground bench browser` prints the click-to-result time of a tokenizer Save in the long-lived
 tab beside a fresh tab of the same browser. Here the asserted figures are the deterministic
@@ -36,11 +40,17 @@ LISTENER_GROWTH = 0.01
 HEAP_GROWTH_MB = 2.5
 
 
+STORAGE_JS = """return Object.keys(localStorage).filter(k => k.startsWith('gradio:run-history'))
+    .reduce((n, k) => n + k.length + localStorage.getItem(k).length, 0);"""
+
+
 def figures(page: Page) -> dict[str, float]:
-    """Heap (MB), nodes, listeners and document click listeners of the tab, after a GC."""
+    """Heap (MB), nodes, listeners and document click listeners of the tab, after a GC, and the
+    characters gradio's run history holds in localStorage."""
     m = page.metrics()
     return {"heap_mb": m["JSHeapUsedSize"] / 2**20, "nodes": m["Nodes"], "listeners": m["JSEventListeners"],
-            "document_clicks": page.document_listeners()["click"]}
+            "document_clicks": page.document_listeners()["click"],
+            "run_history_chars": page.driver.execute_script(STORAGE_JS)}
 
 
 def one_round(page: Page, n: int) -> None:
@@ -68,6 +78,7 @@ def test_a_long_session_keeps_the_page_light(browser, tmp_path_factory):
     early, mid, late = points
     print(f"\nafter warm-up, {ROUNDS} and {2 * ROUNDS} more rounds: {points}")
     assert late["heap_mb"] <= HEAP_GOAL_MB, points
+    assert early["run_history_chars"] == mid["run_history_chars"] == late["run_history_chars"] == 0, points
     # Gradio's AltairPlot finalizes the vega View but not the vega-embed result, so each chart
     # update leaves a document click listener holding the old chart, its data and its nodes.
     assert late["document_clicks"] <= mid["document_clicks"] <= early["document_clicks"], points
