@@ -27,6 +27,7 @@ from playground.ui import (
 )
 from playground.ui.context import AppContext, refresh_all, remember_answer, skip_repeats
 from playground.ui.page_cache import PageCache
+from playground.ui.progress_targets import limit_progress_targets
 from playground.ui.skips import Blocks
 
 TABS = (
@@ -157,5 +158,6 @@ def build_app(settings: Settings) -> gr.Blocks:
 
         app.unload(end_session)
         deeplink_view.wire(app, ctx)  # ?tab=train&preset=...&set=key=value links open an exercise
+        limit_progress_targets(app)  # last: every event is registered, the config not yet frozen
     app.queue(default_concurrency_limit=settings.caps.light_slots)
     return app

@@ -563,7 +563,7 @@ def build(ctx: AppContext) -> None:
                        align_plot=align_plot, class_plot=class_plot, output=output, table=table, result=result,
                        picker=picker, max_new=max_new, stats=stats, result_image=result_image,
                        routing_plot=routing_plot, context=context, length_box=length_box),
-        api_name="generate_select_model", show_progress="minimal",
+        api_name="generate_select_model", show_progress="minimal", show_progress_on=[info],
     )
     sample.input(U(pick_sample), [ctx.user, model, sample], [prompt, image],
                  api_name="generate_pick_sample", show_progress="hidden")
@@ -576,7 +576,7 @@ def build(ctx: AppContext) -> None:
         Generation.wire(output=output, stats=stats, table=table, align_plot=align_plot, result=result, picker=picker,
                         table_csv=table_csv, align_csv=align_csv, result_image=result_image,
                         routing_plot=routing_plot, routing_csv=routing_csv),
-        api_name="generate_text", show_progress="minimal", **_generate_lane(ctx),
+        api_name="generate_text", show_progress="minimal", show_progress_on=[output], **_generate_lane(ctx),
     )
     cls_event = classify_btn.click(None, None, [stats], js="() => 'Classifying…'", queue=False,
                                    show_progress="hidden").then(

@@ -703,7 +703,8 @@ def build(ctx: AppContext) -> None:
     private = {"api_visibility": "undocumented"}
     form_out = [toml, description, name, *widgets]
     # .input, not .change: a deep link (deeplink_view) sets the preset and its edited TOML together
-    preset.input(user_errors(preset_selected), [preset], form_out, api_name="train_preset", queue=False)
+    preset.input(user_errors(preset_selected), [preset], form_out, api_name="train_preset", queue=False,
+                 show_progress_on=[description])  # one line, not the 38 fields (playground.ui.progress_targets)
     # The TOML panel follows the form when a field is left (or Enter is pressed), not on every
     # keystroke; Start and Resume read the fields themselves either way.
     sync = dict(fn=user_errors(sync_form), inputs=[toml, tokenizer, *widgets], outputs=[toml], queue=False,
@@ -720,7 +721,7 @@ def build(ctx: AppContext) -> None:
                     [toml], queue=False, show_progress="hidden", api_name="train_tokenizer", **private)
     upload.upload(U(use_upload, settings), [ctx.user, toml, upload], [toml], queue=False, api_name="train_upload",
                   **private).then(
-        form_updates, [toml], widgets, queue=False, **private)
+        form_updates, [toml], widgets, queue=False, show_progress="hidden", **private)
 
     outputs = RunView.wire(status=status, loss_plot=loss_plot, lr_plot=lr_plot, tput_plot=tput_plot,
                            preview=Preview.wire(sample=sample, confusion=confusion, translations=translations),
@@ -745,7 +746,7 @@ def build(ctx: AppContext) -> None:
     stop_btn.click(lambda: stopping, None, [status], cancels=[start_event, resume_event], queue=False,
                    show_progress="hidden", **private).then(
         U(stop_status), [ctx.user, run_state, ctx.workspace_version], [status, ctx.workspace_version],
-        api_name="train_stop", queue=False)
+        api_name="train_stop", queue=False, show_progress_on=[status])
     # A new preset starts from a clean slate: no status line of another run.
     preset.input(lambda: progress_html(0, 1, IDLE_TEXT, None, "idle"), None, [status], queue=False,
                  show_progress="hidden", **private)

@@ -63,6 +63,28 @@ def test_no_event_outputs_a_layout_block_holding_other_tabs_blocks(tmp_path):
     assert max((inside(b) for b in containers.values()), default=0) <= 20
 
 
+def test_progress_shows_on_small_components_only(tmp_path):
+    """The browser snapshots the value of each progress target of every event that ran, on every
+    later status change (playground.ui.progress_targets): in the served config no event leaves its
+    targets to the default, one with hidden progress has none, and one that shows progress shows
+    it on status lines and fields, never on a chart, a table or a file (the app's HTML status lines
+    and Generate's streamed text are named where they are the place to show it)."""
+    app = build_app(make_settings(tmp_path, device="cpu"))
+    deps = app.config["dependencies"]
+    types = {c["id"]: c["type"] for c in app.config["components"]}
+    assert all(isinstance(d["show_progress_on"], list) for d in deps)
+    assert all(d["show_progress_on"] == [] for d in deps if d["show_progress"] == "hidden")
+    shown = {d["api_name"]: [types[t] for t in d["show_progress_on"]] for d in deps if d["show_progress"] != "hidden"}
+    named_html = {"generate_text", "train_start", "train_resume", "train_stop"}
+    heavy = {"plot", "dataframe", "file", "downloadbutton", "image", "gallery", "json", "state", "column", "row"}
+    for api_name, target_types in shown.items():
+        assert not heavy & set(target_types), (api_name, target_types)
+        assert "html" not in target_types or api_name in named_html, (api_name, target_types)
+    assert shown["generate_text"] == ["html"] and shown["train_preset"] == ["markdown"]
+    assert shown["analyze"] == ["markdown"]  # its summary line, not its two charts and two tables
+    assert sum(len(t) for t in shown.values()) < 150  # of ~550 blocks; every output was 256 before
+
+
 def test_saved_entries_reach_other_tabs_without_restart(app_server):
     from gradio_client import Client
 
