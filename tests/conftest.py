@@ -14,6 +14,9 @@ import pytest
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# Every chart the app sends during the tests is checked against the Vega-Lite schema (the
+# server skips that check on each update: playground.ui.components.Chart).
+os.environ.setdefault("PLAYGROUND_VALIDATE_CHARTS", "1")
 
 
 @pytest.fixture

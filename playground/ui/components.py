@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
+from gradio.components.plot import PlotData
 
 
 class ReadableImage(gr.Image):
@@ -58,6 +60,9 @@ class Slider(gr.Slider):
         return super().preprocess(value)
 
 
+VALIDATE_ENV = "PLAYGROUND_VALIDATE_CHARTS"
+
+
 class Chart(gr.Plot):
     """gr.Plot for altair charts, drawn without vega-embed's "..." actions menu.
 
@@ -73,9 +78,12 @@ class Chart(gr.Plot):
         return "plot"
 
     def postprocess(self, value: Any) -> Any:
-        out = super().postprocess(value)
-        if out is not None and getattr(out, "type", None) == "altair":
-            spec = json.loads(out.plot)
-            spec.setdefault("usermeta", {}).setdefault("embedOptions", {})["actions"] = False
-            out.plot = json.dumps(spec)
-        return out
+        """An altair chart's spec, compact and not validated against the Vega-Lite schema on
+        every update (gradio's `to_json` does: 8.5 of the 14 ms a 200-step loss chart took, on
+        each live-curve refresh of each user). The tests set PLAYGROUND_VALIDATE_CHARTS=1, so every
+        chart sent while they run is validated."""
+        if value is None or isinstance(value, PlotData) or "altair" not in type(value).__module__:
+            return super().postprocess(value)
+        spec = value.to_dict(validate=os.environ.get(VALIDATE_ENV) == "1")
+        spec.setdefault("usermeta", {}).setdefault("embedOptions", {})["actions"] = False
+        return PlotData(type="altair", plot=json.dumps(spec, separators=(",", ":")))

@@ -41,3 +41,22 @@ def test_charts_go_out_without_the_leaking_actions_menu():
     sent.pop("usermeta")
     assert sent == plain
     assert Chart().postprocess(None) is None and Chart().get_block_name() == "plot"
+
+
+def test_chart_specs_are_validated_in_tests_only(monkeypatch):
+    """The server sends a chart's spec unvalidated (validation was most of the cost of a live
+    curve's refresh); the tests validate every chart they send, so a bad spec still fails them."""
+    import json
+
+    import altair as alt
+    import pandas as pd
+
+    from playground.ui.components import VALIDATE_ENV, Chart
+
+    bad = alt.Chart(pd.DataFrame({"x": [1, 2], "y": [3, 4]})).mark_line().encode(x="x", y="y")
+    bad.width = "wide"  # not checked when set; the schema wants a number or "container"
+    monkeypatch.setenv(VALIDATE_ENV, "1")
+    with pytest.raises(Exception, match="width|wide"):
+        Chart().postprocess(bad)
+    monkeypatch.setenv(VALIDATE_ENV, "0")
+    assert json.loads(Chart().postprocess(bad).plot)["width"] == "wide"
