@@ -341,7 +341,7 @@ def generate_text(env: Env, name, prompt, temperature, top_k, top_p, min_p, rep,
         if now - last >= STREAM_EVERY_S and now - last >= _stream_every(bundle):
             last = now
             html = _outputs_html([(head, ev) for ev in partial])
-            yield Generation(html, f"generating… {sum(map(len, partial))} tokens")
+            yield Generation(html, streaming_stats(sum(map(len, partial))))
     state = {"checkpoint": bundle.name, "family": bundle.family, "done": done}
     html = _final_html(state)
     table = pd.concat([token_table(s.events, i) for i, s in enumerate(done.samples)], ignore_index=True)
@@ -352,6 +352,11 @@ def generate_text(env: Env, name, prompt, temperature, top_k, top_p, min_p, rep,
     routing_plot, routing_csv = (routing[0], _csv(routing[1], "expert-routing")) if routing else (gr.skip(), gr.skip())
     yield Generation(html, _stats(done, generator), table, plot, state, gr.update(choices=choices, value=None),
                      _csv(table, "tokens"), _csv(align_df, "alignment"), image, routing_plot, routing_csv)
+
+
+def streaming_stats(count: int) -> str:
+    """The stats line while tokens stream in."""
+    return f"generating… {count} token{'' if count == 1 else 's'}"
 
 
 def _stream_every(bundle) -> float:

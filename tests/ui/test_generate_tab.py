@@ -209,3 +209,10 @@ def test_through_the_app(app_server):
     assert plot["type"] == "altair"
     with pytest.raises(AppError, match="outside this model's vocabulary"):
         client.predict(name, "thé", 0.0, 0, 1.0, 0.0, 1.0, 0.0, 0.0, 10, 5, 1, "", 1, 0.0, api_name="/generate_text")
+
+
+def test_the_streaming_stats_line_counts_in_words():
+    from playground.ui.generate_tab import streaming_stats
+
+    assert [streaming_stats(n) for n in (1, 2, 0)] == ["generating… 1 token", "generating… 2 tokens",
+                                                       "generating… 0 tokens"]
