@@ -124,6 +124,7 @@ def build_app(settings: Settings) -> gr.Blocks:
             owner: list[gr.Tab] = []  # the tab whose build registered each refresher
             for tab_id, label, module in TABS:
                 with gr.Tab(label, id=tab_id, elem_id=f"tab-{tab_id}") as tab:
+                    ctx.tab = tab
                     module.build(ctx)
                 owner += [tab] * (len(ctx.refreshers) - len(owner))
         # The token must be in place before the refreshers list the user's entries.

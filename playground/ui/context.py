@@ -38,6 +38,8 @@ class AppContext:
     - `user` (gr.State[str | None]): this browser's random token (from its localStorage), which
       `per_user` turns into the user's own space; with `--auth` the login name decides instead.
     - `spaces` / `jobs`: the server's user spaces and its register of live jobs.
+    - `tab`: the top-level gr.Tab whose build is running (set by `build_app` before each): a
+      tab can compute something when it is first opened instead of at start-up.
     """
 
     settings: Settings
@@ -48,6 +50,7 @@ class AppContext:
     user: gr.State
     jobs: LiveJobs = field(default_factory=LiveJobs)
     refreshers: list[tuple[Callable[..., Any], list[Any], list[Any], str]] = field(default_factory=list)
+    tab: gr.Tab | None = None
 
     def on_workspace_change(
         self, fn: Callable[..., Any], inputs: Sequence[Any], outputs: Sequence[Any], api_name: str | None = None

@@ -116,8 +116,20 @@ def _filler(lesson: Lesson) -> Callable[[str | None], list[Any]]:
     return fill
 
 
-def lesson_view(lesson: Lesson, initial: LessonView | None = None) -> tuple[list[Any], list[Any], Callable[..., Any]]:
-    """Lay out one lesson and wire its events; returns (widgets, output slots, run handler)."""
+def _once(handler: Callable[..., list[Any]], n_outputs: int) -> Callable[..., list[Any]]:
+    """`handler` the first time in a page (its outputs, then True for the page's flag); after
+    that nothing is recomputed (skips)."""
+    def run(done: bool, *values: Any) -> list[Any]:
+        if done:
+            return [gr.skip()] * n_outputs + [True]
+        return [*handler(*values), True]
+
+    return run
+
+
+def lesson_view(lesson: Lesson) -> tuple[list[Any], list[Any], Callable[..., Any]]:
+    """Lay out one lesson (empty until it runs) and wire its events; returns (widgets, output
+    slots, run handler)."""
     lane = {"concurrency_id": LANE, "concurrency_limit": LANE_SLOTS}
     gr.Markdown(header_markdown(lesson), latex_delimiters=LATEX, elem_id=f"lesson-{lesson.name}-about")
     with gr.Row(equal_height=False):
@@ -126,20 +138,14 @@ def lesson_view(lesson: Lesson, initial: LessonView | None = None) -> tuple[list
         example = gr.Dropdown(list(lesson.presets), value=None, label="Examples (fill the settings)", scale=3,
                               elem_id=f"lesson-{lesson.name}-example")
         button = gr.Button("Run", variant="primary", scale=1, elem_id=f"lesson-{lesson.name}-run")
-    first = view_updates(lesson, initial) if initial is not None else None
-    notes = gr.Markdown(first[0] if first else "", elem_id=f"lesson-{lesson.name}-notes")
+    notes = gr.Markdown("", elem_id=f"lesson-{lesson.name}-notes")
     with gr.Row(equal_height=False):
-        charts = [Chart(label=f"{lesson.title}: chart {i + 1}", show_label=False, min_width=560,
-                        value=(first[1 + i]["value"] if first else None),
-                        visible=bool(first and first[1 + i]["visible"]))
+        charts = [Chart(label=f"{lesson.title}: chart {i + 1}", show_label=False, min_width=560, visible=False)
                   for i in range(lesson.max_charts)]
-    tables = []
-    for i in range(lesson.max_tables):
-        update = first[1 + lesson.max_charts + i] if first else {"value": None, "visible": False}
-        tables.append(Table(value=update["value"], label=update.get("label") or f"table {i + 1}",
-                            visible=update["visible"], interactive=False, max_height=360, wrap=True))
-    csv = gr.DownloadButton("Data of these charts and tables (CSV)", value=first[-1] if first else None,
-                            size="sm", elem_id=f"lesson-{lesson.name}-csv")
+    tables = [Table(value=None, label=f"table {i + 1}", visible=False, interactive=False, max_height=360, wrap=True)
+              for i in range(lesson.max_tables)]
+    csv = gr.DownloadButton("Data of these charts and tables (CSV)", value=None, size="sm",
+                            elem_id=f"lesson-{lesson.name}-csv")
     outputs = [notes, *charts, *tables, csv]
     handler = _runner(lesson)
     # One event for every way of asking (a click, a slider let go, a choice, Enter in a box): each
@@ -165,11 +171,15 @@ def build(ctx: AppContext) -> None:
     with gr.Tabs(elem_id="lessons-tabs"):
         for i, lesson in enumerate(lessons):
             with gr.Tab(lesson.label, id=f"lesson-{lesson.name}", elem_id=f"lesson-tab-{lesson.name}") as tab:
-                # The first lesson is drawn at once; the others compute when their tab opens.
-                initial = lesson.run() if i == 0 else None
-                widgets, outputs, handler = lesson_view(lesson, initial)
+                widgets, outputs, handler = lesson_view(lesson)
+            # Each lesson computes when its tab opens; the first (open by default) when the Lessons
+            # tab is first opened in a page, not at start-up (a quarter of a second of every start).
             if i:
                 tab.select(handler, widgets, outputs, api_visibility="undocumented",
                            concurrency_id=LANE, concurrency_limit=LANE_SLOTS)
+            elif ctx.tab is not None:
+                drawn = gr.State(False)
+                ctx.tab.select(_once(handler, len(outputs)), [drawn, *widgets], [*outputs, drawn],
+                               api_visibility="undocumented", concurrency_id=LANE, concurrency_limit=LANE_SLOTS)
         with gr.Tab("Claims, reproduced", id="lesson-claims", elem_id="lesson-tab-claims"):
             claims_view.build(ctx)
