@@ -72,8 +72,9 @@ POLL_S = 1.0  # how often a waiting consumer checks that its worker is alive
 FLUSH_S = 0.1  # events reach their reader at most this often (each wake-up costs the worker the GIL)
 # Intra-op threads of a worker decoding on the CPU. A step is a few hundred small ops, and the
 # worker shares the machine with the server's event loop and other users' requests: a second
-# thread that spin-waits between ops costs them more than it gains (20 users on the 2-core
-# machine: a round in 470 ms instead of 600-770, one user's 100 tokens in 0.18 s, not 0.33).
+# thread that spin-waits between ops costs them more than it gains (2-core machine: 20 users'
+# round in the decoder alone 470 ms instead of 600-770; through the app, one user's 100 tokens
+# in 0.18 s instead of 0.28).
 DECODE_THREADS = 1
 
 
