@@ -125,3 +125,23 @@ def test_lessons_tab_in_a_browser(browser, app_server):
     assert len(plots) == 2 and all(p.is_displayed() for p in plots)  # the last good charts stay
     time.sleep(0.5)
     browser.save_screenshot("/tmp/lessons.png")
+
+
+def test_the_first_lesson_computes_when_the_lessons_tab_first_opens(tmp_path):
+    """Not at start-up (a quarter of a second of every start): opening the Lessons tab runs the
+    first lesson into its view, once per page (a state flag), and later openings skip."""
+    from playground.ui.lessons_tab import _once
+
+    app = build_app(make_settings(tmp_path, device="cpu"))
+    config = app.get_config_file()
+    elem = {c["id"]: c["props"].get("elem_id") for c in config["components"]}
+    (lessons_tab,) = [i for i, e in elem.items() if e == "tab-lessons"]
+    (opened,) = [d for d in config["dependencies"] if [tuple(t) for t in d["targets"]] == [(lessons_tab, "select")]]
+    assert "lesson-attention_steps-notes" in [elem[o] for o in opened["outputs"]]
+    notes = next(b for b in app.blocks.values() if getattr(b, "elem_id", None) == "lesson-attention_steps-notes")
+    assert notes.value == ""  # nothing computed while building
+
+    calls = []
+    run = _once(lambda *values: calls.append(values) or ["notes", "chart"], 2)
+    assert run(False, 1, 2) == ["notes", "chart", True] and calls == [(1, 2)]
+    assert run(True, 1, 2) == [gr.skip(), gr.skip(), True] and len(calls) == 1

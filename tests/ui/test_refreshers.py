@@ -87,8 +87,8 @@ def test_each_refresher_runs_on_save_and_on_its_own_tab(tmp_path):
     ids = {c["id"]: c for c in config["components"]}
     tabs = {c["id"]: c["props"].get("elem_id") for c in config["components"] if c["type"] == "tabitem"}
     private = [d for d in config["dependencies"] if d["api_visibility"] == "undocumented"]
-    # the app's own tabs (the Lessons tab's inner tabs compute their lesson on select: not refreshers)
-    top = {i for i, elem_id in tabs.items() if (elem_id or "").startswith("tab-")}
+    # the app's own tabs, but Lessons: it and its inner tabs compute a lesson when opened (not refreshers)
+    top = {i for i, elem_id in tabs.items() if (elem_id or "").startswith("tab-") and elem_id != "tab-lessons"}
     on_tab = [d for d in private if [t[1] for t in d["targets"]] == ["select"] and d["targets"][0][0] in top]
     assert len(on_tab) == 6  # tokenizers saved, Train's tokenizers and runs, Generate, Analyze, My space
     assert sorted(tabs[d["targets"][0][0]] for d in on_tab) == [
