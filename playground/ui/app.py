@@ -5,6 +5,7 @@ reloads by a random token in the browser's localStorage); see playground/spaces.
 """
 from __future__ import annotations
 
+import inspect
 import secrets
 from pathlib import Path
 from typing import Any
@@ -51,15 +52,18 @@ APP_CSS = ".altair { align-items: flex-start !important; overflow-x: auto; }"
 GZIP_MIN_BYTES = 4096
 
 
+# Gradio's run history keeps the last 100 runs of every public endpoint, outputs and all, in the
+# browser's localStorage, and re-reads and rewrites the whole list on each event: clicks got
+# slower with every run, in every tab of the app. Workspaces keep what a user makes; no copy of
+# a student's results is left in a shared browser. (Older gradio releases, such as the 6.0.1
+# floor, have no `run_history` argument to pass.)
+RUN_HISTORY_OFF = {"run_history": False} if "run_history" in inspect.signature(gr.Blocks.launch).parameters else {}
+
+
 def launch_options() -> dict[str, Any]:
     """Keyword arguments for `app.launch` that every way of serving the app shares (a fresh dict:
     gradio adds to `app_kwargs`)."""
-    return {"css": APP_CSS,
-            # Gradio's run history keeps the last 100 runs of every public endpoint, outputs and
-            # all, in the browser's localStorage, and re-reads and rewrites the whole list on each
-            # event: clicks got slower with every run, in every tab of the app. Workspaces keep
-            # what a user makes; no copy of a student's results is left in a shared browser.
-            "run_history": False,
+    return {"css": APP_CSS, **RUN_HISTORY_OFF,
             "app_kwargs": {"middleware": [Middleware(PageCache),  # outermost: it keeps the gzipped answer
                                           Middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES, compresslevel=6)]}}
 
