@@ -3,9 +3,9 @@
 The benches' simulated users run on the same 2 cores as the server they measure, so whatever
 a client spends is taken from the server. gradio_client spends a lot: it waits for each message
 in a 50 ms polling loop (up to 50 ms added to every latency), copies each partial output to
-apply a diff, and runs a heartbeat stream and a cancel poller per session. Twenty of its sessions used as
-much CPU as the server itself while 20 users generated (1.1-2.1 s per round against the
-server's 1.2-1.8 s). This client does what a browser does on the wire and nothing else: POST
+apply a diff, and runs a heartbeat stream and a cancel poller per session. Twenty of its
+sessions used as much CPU as the server itself while 20 users generated (1.1-2.1 s per round
+against the server's 1.2-1.8 s). This client does what a browser does on the wire and nothing else: POST
 `/gradio_api/queue/join`, then read `/gradio_api/queue/data` (server-sent events) until the
 event's `process_completed`, over one keep-alive connection per user.
 
@@ -38,8 +38,7 @@ class QueueClient:
         config = self.http.get("/config")
         config.raise_for_status()
         cfg = config.json()
-        types = {c["id"]: c.get("type") for c in cfg["components"]}
-        self._types = types
+        self._types = {c["id"]: c.get("type") for c in cfg["components"]}
         self._endpoints = {f"/{d['api_name']}": d for d in cfg["dependencies"] if d.get("api_name")}
 
     def predict(self, *args: Any, api_name: str, timeout_s: float = 120.0) -> list[Any]:
