@@ -5,8 +5,8 @@ a client spends is taken from the server. gradio_client spends a lot: it waits f
 in a 50 ms polling loop (up to 50 ms added to every latency), copies each partial output to
 apply a diff, and runs a heartbeat stream and a cancel poller per session. Twenty of its
 sessions used as much CPU as the server itself while 20 users generated (1.1-2.1 s per round
-against the server's 1.2-1.8 s). This client does what a browser does on the wire and nothing else: POST
-`/gradio_api/queue/join`, then read `/gradio_api/queue/data` (server-sent events) until the
+against the server's 1.2-1.8 s). This client does what a browser does on the wire and nothing
+else: POST `/gradio_api/queue/join`, then read `/gradio_api/queue/data` (server-sent events) until the
 event's `process_completed`, over one keep-alive connection per user.
 
 Only named endpoints without file inputs are supported (what the benches call). State inputs
