@@ -27,6 +27,7 @@ from playground.ui import (
     train_tab,
 )
 from playground.ui.context import AppContext, refresh_all, remember_answer, skip_repeats
+from playground.ui.frontend_fix import FrontendFix
 from playground.ui.page_cache import PageCache
 from playground.ui.progress_targets import limit_progress_targets
 from playground.ui.skips import Blocks
@@ -65,7 +66,8 @@ def launch_options() -> dict[str, Any]:
     gradio adds to `app_kwargs`)."""
     return {"css": APP_CSS, **RUN_HISTORY_OFF,
             "app_kwargs": {"middleware": [Middleware(PageCache),  # outermost: it keeps the gzipped answer
-                                          Middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES, compresslevel=6)]}}
+                                          Middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES, compresslevel=6),
+                                          Middleware(FrontendFix)]}}  # innermost: it edits the plain asset
 
 
 def header_markdown(settings: Settings) -> str:

@@ -19,6 +19,9 @@ freezes the config), gives every event that names no targets itself:
 
 An event that names `show_progress_on` keeps its choice (Generate's output text, Train's
 status line).
+
+Gradio also kept the statuses of every completed event's inputs, whatever their type; that is
+fixed where it happens, in the frontend (`playground.ui.frontend_fix`).
 """
 from __future__ import annotations
 
