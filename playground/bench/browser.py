@@ -402,7 +402,24 @@ def run(args: argparse.Namespace) -> int:
         points = run_session(url, opts, report=None if args.json else lambda p: print(format_point(p), flush=True))
     if args.json:
         print(json.dumps([dataclasses.asdict(p) for p in points], indent=2))
+    else:
+        summary = format_pooled(points)
+        if summary:
+            print(summary)
     return 0
+
+
+def format_pooled(points: list[Point]) -> str | None:
+    """One line over every measurement after the start: all of the session tab's Save clicks
+    against all of the fresh tabs' (a phase's median rests on a few clicks of ~100 ms)."""
+    later = [p for p in points[1:] if p.fresh_all]
+    if not later:
+        return None
+    mine = [t for p in later for t in p.probe_all]
+    fresh = [t for p in later for t in p.fresh_all]
+    a, b = statistics.median(mine), statistics.median(fresh)
+    return (f"pooled after the start: session tab median {a * 1000:.0f} ms over {len(mine)} Saves, fresh tabs "
+            f"{b * 1000:.0f} ms over {len(fresh)}: x{a / b:.2f}")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

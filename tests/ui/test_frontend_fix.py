@@ -1,23 +1,39 @@
 """Issue #13 item 2: gradio's frontend is served with an event's inputs no longer collecting
-loading statuses (playground.ui.frontend_fix), on the installed gradio and through the real server."""
+loading statuses, and a status handed over only when it changed (playground.ui.frontend_fix),
+on the installed gradio and through the real server."""
 from __future__ import annotations
 
 import asyncio
 import gzip
+import json
+import shutil
+import subprocess
 import urllib.request
 from pathlib import Path
 
 import gradio
 import pytest
 
-from playground.ui.frontend_fix import FrontendFix, fix_blocks_js
+from playground.ui.frontend_fix import (
+    HANDOVER_METHOD,
+    FrontendFix,
+    close_streams_only,
+    fix_blocks_js,
+    hand_over_changes_only,
+)
 
 # The completion branch as gradio 6.31 and 6.0.1 (the floor) minify it, with a little code around.
 NEW_STYLE = ("a();s.original_msg===`process_starts`&&r.connection_type===`stream`&&(n=`open`);"
              "let{fn_index:o,...c}=s;if(s.stage===`complete`){n=`closed`,a.forEach(e=>{x(e)});b()}")
 OLD_STYLE = ('a();d.original_msg==="process_starts"&&s.connection_type==="stream"&&(g="open");'
              'const{fn_index:E,...x}=d;if(d.stage==="complete"){g="closed",p.forEach(O=>{y(O)});b()}')
+# The hand-over loop, likewise.
+NEW_LOOP = ("f(){}async update_loading_stati_state(){await Promise.all(Object.entries(this.loading_stati.current)"
+            ".map(([e,t])=>this.update_state_cb(Number(e),{loading_status:t},!1)))}dispatch_state_change_events(e){}")
+OLD_LOOP = ("f(){}async update_loading_stati_state(){for(const[t,a]of Object.entries(this.loading_stati.current))"
+            "this.update_state_cb(Number(t),{loading_status:a},!1)}dispatch_state_change_events(t){}")
 ASSETS = Path(gradio.__file__).parent / "templates" / "frontend" / "assets"
+NODE = shutil.which("node")
 
 
 @pytest.mark.parametrize(("source", "before", "after"), [
@@ -27,7 +43,38 @@ ASSETS = Path(gradio.__file__).parent / "templates" / "frontend" / "assets"
 def test_only_a_streaming_event_closes_its_stream_on_completion(source, before, after):
     """The completion branch sets "closed" only for a streaming event (what gradio's error path
     does); nothing else in the asset changes."""
-    assert fix_blocks_js(source) == source.replace(before, after)
+    assert close_streams_only(source) == source.replace(before, after)
+
+
+@pytest.mark.parametrize(("source", "before", "after"), [
+    (NEW_LOOP, "this.update_state_cb(Number(e),{loading_status:t},!1)", "this.__playground_handover(Number(e),t)"),
+    (OLD_LOOP, "this.update_state_cb(Number(t),{loading_status:a},!1)", "this.__playground_handover(Number(t),a)"),
+])
+def test_the_hand_over_loop_goes_through_the_changes_only_method(source, before, after):
+    expected = source.replace(before, after).replace("async update_loading_stati_state",
+                                                      HANDOVER_METHOD + "async update_loading_stati_state")
+    assert hand_over_changes_only(source) == expected
+
+
+@pytest.mark.skipif(NODE is None, reason="needs node to run the method")
+def test_a_status_is_handed_over_only_when_it_changed(tmp_path):
+    script = tmp_path / "handover.mjs"
+    script.write_text(
+        "class Blocks{constructor(){this.sent=[]}update_state_cb(id,update,flag){this.sent.push([id,update.loading_status])}"
+        + HANDOVER_METHOD + "}\n"
+        "const b=new Blocks();const s={status:'pending',eta:null,fn_index:3};\n"
+        "b.__playground_handover(7,s);b.__playground_handover(7,{...s});"  # equal: not again
+        "b.__playground_handover(8,{...s});"  # another component: handed over
+        "b.__playground_handover(7,{...s,status:'complete'});b.__playground_handover(7,{});"  # changes: handed over
+        "b.__playground_handover(7,{status:'complete'});"  # differs from the last one ({}): handed over
+        "b.update_state_cb(7,{loading_status:{validation_error:null}},!1);"  # set elsewhere (gradio, directly)
+        "b.__playground_handover(7,{status:'complete'});"  # the component no longer has it: handed over
+        "b.__playground_handover(7,{status:'complete'});"  # now it has: not again
+        "b.update_state_cb(8,{value:1},!1);b.__playground_handover(8,{...s});"  # a value, not a status: not again
+        "console.log(JSON.stringify(b.sent.map(([id,st])=>[id,st?.status??null])));", encoding="utf-8")
+    out = subprocess.run([NODE, str(script)], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert json.loads(out) == [[7, "pending"], [8, "pending"], [7, "complete"], [7, None], [7, "complete"],
+                               [7, None], [7, "complete"], [8, None]]
 
 
 def test_code_that_is_not_there_exactly_once_is_left_alone():
@@ -35,11 +82,16 @@ def test_code_that_is_not_there_exactly_once_is_left_alone():
     assert fix_blocks_js(NEW_STYLE + ";" + NEW_STYLE) is None
 
 
-def test_the_installed_gradio_gets_the_fix():
+def test_the_installed_gradio_gets_both_fixes(tmp_path):
     blocks = sorted(ASSETS.glob("Blocks-*.js"))
     assert blocks, f"no Blocks asset in {ASSETS}"
-    fixed = [p.name for p in blocks if fix_blocks_js(p.read_text(encoding="utf-8")) is not None]
-    assert len(fixed) == 1, (gradio.__version__, [p.name for p in blocks])
+    sources = [p.read_text(encoding="utf-8") for p in blocks]
+    assert sum(close_streams_only(s) is not None for s in sources) == 1, (gradio.__version__, blocks)
+    assert sum(hand_over_changes_only(s) is not None for s in sources) == 1, (gradio.__version__, blocks)
+    if NODE is not None:  # and the fixed asset still parses as a module
+        fixed = next(f for f in map(fix_blocks_js, sources) if f is not None)
+        (tmp_path / "blocks.mjs").write_text(fixed, encoding="utf-8")
+        subprocess.run([NODE, "--check", str(tmp_path / "blocks.mjs")], check=True, timeout=60)
 
 
 def fetch(url: str, **headers: str) -> tuple[int, dict[str, str], bytes]:
