@@ -15,7 +15,10 @@ After the start and after each phase it prints the renderer's figures (after a f
 collection, via the Chrome DevTools Protocol): JS heap used, DOM nodes, JS event listeners,
 documents, layouts so far; and the click-to-result time of a fixed cheap action (tokenizer Save,
 median of `--repeats`), beside the same action in a fresh tab opened in the same browser at
-that moment. It measures and prints; it asserts nothing (tests/ui/test_browser_long_session.py
+that moment (click for click, alternating tabs, so both meet the same load); and how many
+loading statuses gradio's frontend handed to components during each Save in either tab
+(`Page.calls`: exact call counts of its `update_state`, each of which searches the component
+tree). It measures and prints; it asserts nothing (tests/ui/test_browser_long_session.py
 asserts on the same figures). Loopback only; every wait is bounded.
 """
 from __future__ import annotations
@@ -47,6 +50,9 @@ BROWSER_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 DEMO_GPT = "gpt-python-docs-char"
 PRESET = "nanogpt-cpu-tiny"
 GOAL = {"js_heap_mb": 300.0, "probe_vs_fresh": 1.2}
+# Gradio's frontend hands a component its loading status (and searches the component tree for
+# it) in `update_state`: how often a click runs it is the deterministic part of its cost.
+HANDOVER_FN = "update_state"
 METRICS = ("JSHeapUsedSize", "Nodes", "JSEventListeners", "Documents", "LayoutCount", "RecalcStyleCount")
 
 # Click a button, then resolve once `css` holds `marker` (a MutationObserver plus a 50 ms poll);
@@ -73,7 +79,7 @@ class Options:
     eval_every: int = 10
     generations: int = 3  # per round
     vocab: int = 2000
-    repeats: int = 3  # probe clicks per measurement; the median is kept
+    repeats: int = 6  # probe clicks per measurement in each tab, alternating tabs; the median is kept
     fresh: bool = True  # measure the probe in a fresh tab beside the session tab
     timeout_s: float = 240.0  # one action at most
 
@@ -94,6 +100,8 @@ class Point:
     probe_all: list[float] = field(default_factory=list)
     fresh_all: list[float] = field(default_factory=list)
     elapsed_s: float = 0.0
+    handovers: float = 0.0  # loading statuses handed to components per Save (HANDOVER_FN calls)
+    fresh_handovers: float | None = None
 
 
 def free_port() -> int:
@@ -235,6 +243,22 @@ class Page:
         found = self.driver.execute_cdp_cmd("DOMDebugger.getEventListeners", {"objectId": handle})["listeners"]
         return Counter(listener["type"] for listener in found)
 
+    def calls(self, action: Callable[[], Any], name: str = HANDOVER_FN) -> tuple[Any, int]:
+        """What `action()` returns, and how many times the page's JS ran functions called `name`
+        meanwhile (CDP precise coverage: exact counts, not samples)."""
+        cdp = self.driver.execute_cdp_cmd
+        cdp("Profiler.enable", {})
+        cdp("Profiler.startPreciseCoverage", {"callCount": True, "detailed": False})
+        try:
+            cdp("Profiler.takePreciseCoverage", {})  # counts start from here
+            result = action()
+            scripts = cdp("Profiler.takePreciseCoverage", {})["result"]
+        finally:
+            cdp("Profiler.stopPreciseCoverage", {})
+        count = sum(f["ranges"][0]["count"] for s in scripts for f in s["functions"]
+                    if f["functionName"] == name and f["ranges"])
+        return result, count
+
     def probe(self, repeats: int) -> list[float]:
         """Click-to-result seconds of a tokenizer Save (under two alternating names), `repeats` times."""
         times = []
@@ -306,8 +330,9 @@ class Page:
         time.sleep(0.3)
         before = self.text("#analyze-summary")
         self.click("analyze-run")
-        self.wait(_after_change(lambda: self.text("#analyze-summary"), before,
-                                lambda s: bool(s.strip()) and not s.startswith("Explaining…")))
+        # The summary's last line ("Time: ...") comes with the result; the progress messages
+        # shown in the same box meanwhile do not end the wait (a probe would meet the analysis).
+        self.wait(_after_change(lambda: self.text("#analyze-summary"), before, lambda s: "Time: " in s))
 
 
 def _after_change(read: Callable[[], str], before: str, finished: Callable[[str], bool]) -> Callable[[Any], bool]:
@@ -323,21 +348,37 @@ def _after_change(read: Callable[[], str], before: str, finished: Callable[[str]
     return ready
 
 
-def fresh_probe(driver: Any, url: str, opts: Options) -> list[float]:
-    """The probe in a new tab of the same browser (a fresh page, the same user), then close it."""
+def interleaved_probes(driver: Any, url: str, page: Page, opts: Options) -> tuple[list[float], list[float], float, float]:
+    """The probe in the session tab and in a new tab of the same browser (a fresh page, the same
+    user, with a tokenizer built), click for click in alternating order so that both meet the
+    same machine; then the new tab is closed. Times of each, and loading statuses handed over per
+    Save in each."""
     session = driver.current_window_handle
     driver.switch_to.new_window("tab")
+    fresh_window = driver.current_window_handle
     try:
-        page = Page(driver, url, opts.timeout_s)
-        page.open()
-        page.tab("Tokenizer")
-        page.number("tok-vocab-size", opts.vocab)
+        fresh = Page(driver, url, opts.timeout_s)
+        fresh.open()
+        fresh.tab("Tokenizer")
+        fresh.number("tok-vocab-size", opts.vocab)
         time.sleep(0.3)
-        page.click("tok-build")
-        page.until_text("#tok-status", "Built")
-        page.until_text("#tok-summary", "ocabulary")
-        return page.probe(opts.repeats)
+        fresh.click("tok-build")
+        fresh.until_text("#tok-status", "Built")
+        fresh.until_text("#tok-summary", "ocabulary")
+        tabs = {"session": (page, session), "fresh": (fresh, fresh_window)}
+        times: dict[str, list[float]] = {"session": [], "fresh": []}
+        counts = {"session": 0, "fresh": 0}
+        for i in range(opts.repeats):
+            for which in (("session", "fresh") if i % 2 == 0 else ("fresh", "session")):
+                tab, window = tabs[which]
+                driver.switch_to.window(window)
+                (t,), n = tab.calls(lambda tab=tab: tab.probe(1))
+                times[which].append(t)
+                counts[which] += n
+        per_save = {k: v / opts.repeats for k, v in counts.items()}
+        return times["session"], times["fresh"], per_save["session"], per_save["fresh"]
     finally:
+        driver.switch_to.window(fresh_window)
         driver.close()
         driver.switch_to.window(session)
 
@@ -355,13 +396,21 @@ def run_session(url: str, opts: Options, report: Callable[[Point], None] = lambd
         page.tokenizer(opts.vocab)  # the probe needs a current tokenizer
 
         def measure(phase: str) -> None:
-            probe = page.probe(opts.repeats) if opts.repeats else [0.0]
+            fresh: list[float] = []
+            fresh_handovers: float | None = None
+            if opts.fresh and opts.repeats:
+                probe, fresh, handovers, fresh_handovers = interleaved_probes(driver, url, page, opts)
+            elif opts.repeats:
+                probe, count = page.calls(lambda: page.probe(opts.repeats))
+                handovers = count / opts.repeats
+            else:
+                probe, handovers = [0.0], 0.0
             m = page.metrics()
-            fresh = fresh_probe(driver, url, opts) if opts.fresh and opts.repeats else []
             point = Point(phase, m.get("JSHeapUsedSize", 0) / 2**20, int(m.get("Nodes", 0)),
                           int(m.get("JSEventListeners", 0)), int(m.get("Documents", 0)), int(m.get("LayoutCount", 0)),
                           page.document_listeners()["click"], statistics.median(probe),
-                          statistics.median(fresh) if fresh else None, probe, fresh, time.perf_counter() - t_start)
+                          statistics.median(fresh) if fresh else None, probe, fresh, time.perf_counter() - t_start,
+                          handovers, fresh_handovers)
             points.append(point)
             report(point)
 
@@ -387,9 +436,11 @@ def run_session(url: str, opts: Options, report: Callable[[Point], None] = lambd
 def format_point(p: Point) -> str:
     fresh = f"{p.fresh_probe_s * 1000:8.0f}" if p.fresh_probe_s is not None else "       -"
     ratio = f"{p.probe_s / p.fresh_probe_s:5.2f}" if p.fresh_probe_s else "    -"
+    hand = f"{p.fresh_handovers:.0f}" if p.fresh_handovers is not None else "-"
     return (f"{p.elapsed_s:6.0f}s  {p.phase:<36} heap {p.heap_mb:7.1f} MB  nodes {p.nodes:7d}  "
             f"listeners {p.listeners:6d}  document clicks {p.document_clicks:4d}  layouts {p.layouts:6d}  "
-            f"save {p.probe_s * 1000:7.0f} ms  fresh {fresh} ms  x{ratio}")
+            f"save {p.probe_s * 1000:7.0f} ms  fresh {fresh} ms  x{ratio}  "
+            f"status hand-overs per save {p.handovers:6.0f} (fresh {hand})")
 
 
 def run(args: argparse.Namespace) -> int:

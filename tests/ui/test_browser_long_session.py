@@ -15,13 +15,14 @@ Nor may a click's work in the frontend grow with what the tab did before: gradio
 status for every input of every event that had completed, and handed every kept status back
 (searching the component tree for it) on every status change of every later event, changed or
 not. A tokenizer Save made 2,600 such hand-overs right after the first build and 5,200 after a
-round of everything; it makes 125-153 with `playground.ui.frontend_fix`. The count is exact (CDP precise coverage).
+round of everything; it makes 125-153 with `playground.ui.frontend_fix`. The count is exact (CDP precise
+coverage).
 
 Timing is the benchmark's job, not this test's (no timed assertions in tests): `python -m
 playground bench browser` prints the click-to-result time of a tokenizer Save in the long-lived
 tab beside a fresh tab of the same browser. Here the asserted figures are the deterministic
 causes of the slowdown (a document click listener and a detached chart per chart update, nodes
-and heap that only grow).
+and heap that only grow, loading-status hand-overs per click).
 """
 from __future__ import annotations
 
@@ -55,12 +56,13 @@ STORAGE_JS = """return Object.keys(localStorage).filter(k => k.startsWith('gradi
 
 
 def figures(page: Page) -> dict[str, float]:
-    """Heap (MB), nodes, listeners and document click listeners of the tab, after a GC, and the
-    characters gradio's run history holds in localStorage."""
+    """Heap (MB), nodes, listeners and document click listeners of the tab, after a GC, the
+    characters gradio's run history holds in localStorage, and loading-status hand-overs per Save."""
+    _, handovers = page.calls(lambda: page.probe(2))
     m = page.metrics()
     return {"heap_mb": m["JSHeapUsedSize"] / 2**20, "nodes": m["Nodes"], "listeners": m["JSEventListeners"],
             "document_clicks": page.document_listeners()["click"],
-            "run_history_chars": page.driver.execute_script(STORAGE_JS)}
+            "run_history_chars": page.driver.execute_script(STORAGE_JS), "handovers_per_save": handovers / 2}
 
 
 def one_round(page: Page, n: int) -> None:
@@ -77,6 +79,7 @@ def test_a_long_session_keeps_the_page_light(browser, tmp_path_factory):
         page = Page(browser, app.url, timeout_s=240)
         page.open()
         page.tokenizer(VOCAB)
+        first = figures(page)["handovers_per_save"]
         rounds = 0
         one_round(page, rounds := rounds + 1)  # warm-up
         points = [figures(page)]
@@ -86,7 +89,8 @@ def test_a_long_session_keeps_the_page_light(browser, tmp_path_factory):
             points.append(figures(page))
 
     early, mid, late = points
-    print(f"\nafter warm-up, {ROUNDS} and {2 * ROUNDS} more rounds: {points}")
+    print(f"\nfirst Save: {first} hand-overs; after warm-up, {ROUNDS} and {2 * ROUNDS} more rounds: {points}")
+    assert max(first, *(p["handovers_per_save"] for p in points)) <= HANDOVERS_PER_SAVE, (first, points)
     assert late["heap_mb"] <= HEAP_GOAL_MB, points
     assert early["run_history_chars"] == mid["run_history_chars"] == late["run_history_chars"] == 0, points
     # Gradio's AltairPlot finalizes the vega View but not the vega-embed result, so each chart
