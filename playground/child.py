@@ -86,7 +86,8 @@ class JobCancelled(PlaygroundError):
 
 def iter_in_child(target: str, kwargs: dict[str, Any], *, stop_kw: str | None = "stop", grace_s: float = 30.0,
                   threads: int | None = None, niceness: int = JOB_NICENESS,
-                  should_stop: Callable[[], bool] | None = None) -> Generator[Any, None, Any]:
+                  should_stop: Callable[[], bool] | None = None,
+                  stop_requested: Callable[[], bool] | None = None) -> Generator[Any, None, Any]:
     """Yield the events of `target(**kwargs)` ("module:function", a generator function) run in a
     child process, and return its return value; its PlaygroundErrors are raised here as they were.
 
@@ -94,6 +95,8 @@ def iter_in_child(target: str, kwargs: dict[str, Any], *, stop_kw: str | None = 
     and the server's own threads (generation, analysis, the web server) must still answer at once.
     A job without a graceful stop (`stop_kw=None`) is terminated at once when closed; a true
     `should_stop()` (checked every POLL_S, also between events) ends it and raises JobCancelled.
+    A true `stop_requested()` (checked likewise) asks for the graceful stop, as closing does,
+    and the events go on to the job's own end (its "stopped" event, its return value).
     """
     ctx = multiprocessing.get_context("spawn")
     receive, send = ctx.Pipe(duplex=False)
@@ -107,6 +110,8 @@ def iter_in_child(target: str, kwargs: dict[str, Any], *, stop_kw: str | None = 
         while True:
             if should_stop is not None and should_stop():
                 raise JobCancelled("Stopped before it finished; nothing was kept.")
+            if stop_kw and stop_requested is not None and not stop.is_set() and stop_requested():
+                stop.set()
             if not receive.poll(POLL_S):
                 if proc.is_alive():
                     continue

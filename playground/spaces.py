@@ -340,16 +340,20 @@ class LiveJobs:
     """Process-wide register of live jobs: per-user limits and run names reserved while live.
 
     `claim(user, lane, name)` is a context manager: it refuses a user's second live job of a
-    lane beyond `limit`, and a second live job under the same (user, name).
+    lane beyond `limit`, and a second live job under the same (user, name). It gives the job
+    an Event that `request_stop(user, lane, name)` sets: a user's Stop reaches their own run
+    directly, whatever became of the request that started it.
     """
 
     def __init__(self, on_release: Callable[[], Any] | None = None) -> None:
         self._lock = threading.Lock()
         self._live: dict[tuple[str, str], set[str]] = {}
+        self._stops: dict[tuple[str, str, str], threading.Event] = {}
         self._on_release = on_release  # e.g. give freed memory back to the OS after a job
 
     @contextlib.contextmanager
-    def claim(self, user: str, lane: str, name: str, limit: int, what: str = "job") -> Iterator[None]:
+    def claim(self, user: str, lane: str, name: str, limit: int, what: str = "job") -> Iterator[threading.Event]:
+        """Reserve (user, lane, name) while the block runs; yields the job's stop request."""
         token = f"{lane}:{name}"
         with self._lock:
             mine = self._live.setdefault((user, lane), set())
@@ -361,16 +365,27 @@ class LiveJobs:
                 raise PlaygroundError(f"You already have {len(mine)} {what}(s) running ({running}); this server allows "
                                       f"{limit} per user at once. Stop it or wait for it to finish.")
             mine.add(token)
+            stop = self._stops[(user, lane, name)] = threading.Event()
         try:
-            yield
+            yield stop
         finally:
             with self._lock:
                 mine = self._live.get((user, lane), set())
                 mine.discard(token)
                 if not mine:
                     self._live.pop((user, lane), None)
+                self._stops.pop((user, lane, name), None)
             if self._on_release is not None:
                 self._on_release()
+
+    def request_stop(self, user: str, lane: str, name: str) -> bool:
+        """Ask the user's live job (lane, name) to stop; False when none is live."""
+        with self._lock:
+            stop = self._stops.get((user, lane, name))
+        if stop is None:
+            return False
+        stop.set()
+        return True
 
     def count(self, lane: str | None = None) -> int:
         """How many jobs are live (in one lane, or all)."""

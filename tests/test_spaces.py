@@ -101,6 +101,18 @@ def test_live_jobs_limit_per_user_and_reserve_names():
     assert jobs.count() == 0
 
 
+def test_a_stop_request_reaches_only_that_users_live_job():
+    jobs = LiveJobs()
+    assert not jobs.request_stop("u-a", "train", "run1")  # nothing live: nothing to stop
+    with jobs.claim("u-a", "train", "run1", limit=2) as mine, jobs.claim("u-b", "train", "run1", limit=2) as theirs:
+        assert not jobs.request_stop("u-a", "train", "other")
+        assert jobs.request_stop("u-a", "train", "run1")
+        assert mine.is_set() and not theirs.is_set()  # another user's run of the same name runs on
+    assert not jobs.request_stop("u-a", "train", "run1")  # released with the claim
+    with jobs.claim("u-a", "train", "run1", limit=1) as again:
+        assert not again.is_set()  # a new run under the old name starts unstopped
+
+
 def test_live_job_claims_race_safely():
     jobs, won, lost = LiveJobs(), [], []
     barrier = threading.Barrier(8)

@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import functools
 import html
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -451,8 +452,10 @@ TRAIN_TARGET = "playground.training.engine:train"
 
 
 def _run_events(workspace: Workspace, settings: Settings, preset: Preset | None, name: str, resume: bool,
-                overrides: dict[str, Any] | None, version: int) -> Iterator[RunView]:
-    """Drive the engine and turn its events into this tab's outputs (throttled)."""
+                overrides: dict[str, Any] | None, version: int, stop: threading.Event | None = None
+                ) -> Iterator[RunView]:
+    """Drive the engine and turn its events into this tab's outputs (throttled); a set `stop`
+    (the user's Stop, `stop_status`) makes the run save and end, as closing this generator does."""
     from playground.training.engine import train
 
     live = LiveRun()
@@ -463,7 +466,8 @@ def _run_events(workspace: Workspace, settings: Settings, preset: Preset | None,
     job = dict(preset=preset, workspace=workspace, name=name, overrides=overrides, device=settings.device,
                resume=resume, max_steps_cap=caps.max_train_steps, limits=caps, policy=data_policy(settings, workspace))
     # The served app trains in a child process (its own GIL and heap); tests and a laptop may not.
-    events = iter_in_child(TRAIN_TARGET, job, stop_kw="stop") if settings.isolate_jobs else train(**job)
+    events = (iter_in_child(TRAIN_TARGET, job, stop_kw="stop", stop_requested=stop.is_set if stop else None)
+              if settings.isolate_jobs else train(**job, stop=stop))
     last_yield = last_side = 0.0
     family = preset.family if preset is not None else None
     try:
@@ -511,12 +515,12 @@ def start_training(workspace: Workspace, settings: Settings, preset_name: str | 
     """Start a new run from the TOML shown; yields progress, charts, previews, CSV, run state, version."""
     preset = _parse(toml_text, preset_name or "custom")
     name = validate_name(name or preset.name)
-    with _live_run(workspace, settings, jobs, name):
+    with _live_run(workspace, settings, jobs, name) as stop:
         if workspace.exists("models", name) and not overwrite:
             raise PlaygroundError(f"A model named {name!r} exists; choose another run name, tick Overwrite, "
                                   "or press Resume to continue it.")
         workspace.check_writable("models", name)
-        yield from _run_events(workspace, settings, preset, name, False, None, version)
+        yield from _run_events(workspace, settings, preset, name, False, None, version, stop)
 
 
 @user_errors
@@ -530,13 +534,15 @@ def resume_training(workspace: Workspace, settings: Settings, toml_text: str, na
         overrides = {f"train.{k}": v for k, v in preset.train.items()}
     except PlaygroundError:
         pass
-    with _live_run(workspace, settings, jobs, name):
+    with _live_run(workspace, settings, jobs, name) as stop:
         workspace.check_writable("models", name)
-        yield from _run_events(workspace, settings, None, name, True, overrides, version)
+        yield from _run_events(workspace, settings, None, name, True, overrides, version, stop)
 
 
-def _live_run(workspace: Workspace, settings: Settings, jobs: LiveJobs | None, name: str):
-    """Reserve run `name` in the user's space while it trains (and count it against their limit)."""
+def _live_run(workspace: Workspace, settings: Settings, jobs: LiveJobs | None,
+              name: str) -> contextlib.AbstractContextManager[threading.Event | None]:
+    """Reserve run `name` in the user's space while it trains (and count it against their
+    limit); the context gives the run's stop request (None without a register)."""
     key = getattr(workspace, "key", None)
     if jobs is None or key is None:
         return contextlib.nullcontext()
@@ -547,15 +553,20 @@ STOP_WAIT_S = 40.0  # a stopping run saves within a step or two; a busy server m
 
 
 def stop_status(workspace: Workspace, run: dict | None, version: int = 0,
-                wait_s: float = STOP_WAIT_S) -> tuple[str, int]:
+                wait_s: float = STOP_WAIT_S, *, jobs: LiveJobs | None = None) -> tuple[str, int]:
     """After Stop: the step the run was saved at, once that checkpoint is the one on disk.
 
-    Waits for a checkpoint of this run written after it started (status "stopped" or
+    First asks the user's live run of that name to stop (`jobs`): the Stop button also cancels
+    the request that streams the run, but the run must not depend on that cancel arriving in
+    time. Waits for a checkpoint of this run written after it started (status "stopped" or
     "finished"); an older one on disk (the run being resumed) is never reported as this run's.
     Returns the status line and the next workspace version (the runs table refreshes)."""
     name = (run or {}).get("name")
     if not name:
         return progress_html(0, 1, "stopped: nothing was training in this tab", None, "stopped"), version
+    key = getattr(workspace, "key", None)
+    if jobs is not None and key is not None:
+        jobs.request_stop(key, "train", name)
     started = float((run or {}).get("started") or 0.0)
     deadline = time.monotonic() + wait_s
     meta: dict[str, Any] = {}
@@ -745,7 +756,7 @@ def build(ctx: AppContext) -> None:
     stopping = progress_html(0, 1, "stopping: saving the run at the step it reached…", None, "stopped")
     stop_btn.click(lambda: stopping, None, [status], cancels=[start_event, resume_event], queue=False,
                    show_progress="hidden", **private).then(
-        U(stop_status), [ctx.user, run_state, ctx.workspace_version], [status, ctx.workspace_version],
+        U(bind(stop_status, jobs=ctx.jobs)), [ctx.user, run_state, ctx.workspace_version], [status, ctx.workspace_version],
         api_name="train_stop", queue=False, show_progress_on=[status])
     # A new preset starts from a clean slate: no status line of another run.
     preset.input(lambda: progress_html(0, 1, IDLE_TEXT, None, "idle"), None, [status], queue=False,

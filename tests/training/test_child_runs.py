@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import threading
 import time
 
 import pytest
@@ -53,6 +54,25 @@ def test_closing_the_relay_stops_the_child_which_saves_its_step(workspace, corpu
     assert _no_children_left()
     meta = workspace.get("models", "stopme").meta
     assert meta["run"]["status"] == "stopped" and meta["step"] >= 5
+    assert _no_children_left()
+
+
+def test_a_stop_request_ends_the_run_with_its_own_stopped_event(workspace, corpus_file):
+    """A user's Stop reaching the run directly (not by closing the relay): the child saves, the
+    events go on to its "stopped" event and the relay ends as the run does."""
+    preset = tiny_preset("gpt", corpus_file, max_steps=100_000, eval_interval=100_000, log_interval=1)
+    asked = threading.Event()
+    kinds, steps = [], []
+    for event in iter_in_child(TRAIN, dict(preset=preset, workspace=workspace, name="asked", device="cpu"),
+                               stop_requested=asked.is_set):
+        kinds.append(event.kind)
+        if event.kind == "step":
+            steps.append(event.step)
+            if event.step >= 5:
+                asked.set()
+    assert kinds[-1] == "stopped"
+    meta = workspace.get("models", "asked").meta
+    assert meta["run"]["status"] == "stopped" and meta["step"] == steps[-1] >= 5
     assert _no_children_left()
 
 

@@ -1,6 +1,7 @@
 """Train tab: handlers called directly, and one round trip through the running app."""
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 from playground.config import parse_preset
 from playground.errors import ConfigError, PlaygroundError
 from playground.settings import make_settings
+from playground.spaces import LiveJobs
 from playground.training.config import preset_to_toml
 from playground.ui import train_tab as tt
 from tests.training.conftest import corpus_text, tiny_preset
@@ -144,6 +146,34 @@ def test_stop_closes_only_this_run_and_resume_continues(workspace, corpus):
     updates = list(tt.resume_training(workspace, settings, resume_toml, "stoppable", 0))
     assert 'data-state="done"' in updates[-1].status
     assert workspace.get("models", "stoppable").meta["step"] == meta["step"] + 3
+
+
+def test_stop_reaches_the_users_live_run_even_if_the_stream_is_not_closed(workspace, corpus):
+    """Stop asks the user's live run of that name to stop itself (`LiveJobs.request_stop`): it
+    must not hang on gradio's cancel arriving in time. The stream goes on to the run's own
+    "stopped" event, and Stop reports the step that run saved."""
+    settings = make_settings(workspace.root, device="cpu")
+    workspace.key = "u-stopper"  # the user's space key, as `UserSpace` has it
+    jobs = LiveJobs()
+    toml = _tiny_toml("gpt", corpus, max_steps=100_000, eval_interval=100_000, log_interval=1, preview=False)
+    gen = tt.start_training(workspace, settings, "tiny", toml, "asked", False, 0, jobs=jobs)
+    run = next(gen).run_state
+    next(gen)  # a few steps in
+    said: dict[str, tuple[str, int]] = {}
+    stopper = threading.Thread(target=lambda: said.update(stop=tt.stop_status(workspace, run, 4, jobs=jobs)))
+    stopper.start()
+    rest, deadline = [], time.monotonic() + 60
+    for view in gen:  # not closed: the run ends by itself
+        rest.append(view)
+        if time.monotonic() > deadline:
+            gen.close()
+            pytest.fail("the run went on after Stop")
+    stopper.join(60)
+    meta = workspace.get("models", "asked").meta
+    assert 'data-state="stopped"' in rest[-1].status and meta["run"]["status"] == "stopped"
+    status, version = said["stop"]
+    assert f"at step {meta['step']}" in status and 0 < meta["step"] < 100_000 and version == 5
+    assert not jobs.request_stop("u-stopper", "train", "asked")  # the run's claim is released
 
 
 def test_resume_shows_the_whole_curve(workspace, corpus):
