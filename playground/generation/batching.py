@@ -59,7 +59,7 @@ from torch import Tensor, nn
 
 from playground.errors import TooBigError
 from playground.generation.events import Done, StepEvent
-from playground.generation.lm import Draw, LMRun, run_alone, sample_together
+from playground.generation.lm import Draw, DrawLists, LMRun, run_alone, sample_together
 from playground.models.attention import KVCache
 from playground.torch_threads import set_here
 
@@ -355,7 +355,7 @@ class GPTBatcher:
                 continue
             try:
                 drawn = draws.get(job)
-                events = job.run.record(drawn) if drawn is not None else job.run.step(job.logits)  # type: ignore[arg-type]
+                events = job.run.record(*drawn) if drawn is not None else job.run.step(job.logits)  # type: ignore[arg-type]
                 job.send(events, now, last=job.run.finished)
                 if job.run.finished:
                     job.out.put(job.run.done(batched=True))
@@ -374,27 +374,30 @@ class GPTBatcher:
             job.row, row = row, row + job.run.B
         self._active = kept
 
-    def _sample(self, jobs: list[Job]) -> dict[Job, Draw]:
+    def _sample(self, jobs: list[Job]) -> dict[Job, tuple[Draw, DrawLists]]:
         """Draw for the jobs whose samplers share settings in one call per group (each draws
         its own random numbers, so its tokens are those it gets alone); a job left out (its
-        own filters, penalties, or a failing group) samples alone in `_step`."""
+        own filters, penalties, or a failing group) samples alone in `_step`. A group's draw
+        is read back once for all its jobs (on a GPU a read-back waits for the device: once
+        per job made twenty waits a step for twenty users)."""
         groups: dict[tuple, list[Job]] = defaultdict(list)
         for job in jobs:
             key = job.run.sampler.key
             if key is not None:
                 groups[key].append(job)
-        draws: dict[Job, Draw] = {}
+        draws: dict[Job, tuple[Draw, DrawLists]] = {}
         for group in groups.values():
             if len(group) < 2:
                 continue
             try:
                 with torch.inference_mode():
                     drawn = sample_together([j.run.sampler for j in group], torch.cat([j.logits for j in group]))
+                host = drawn.tolist()
             except Exception:  # noqa: BLE001, S112 - each job then samples alone and meets its own error
                 continue
             first = 0
             for job in group:
-                draws[job] = drawn.rows(first, job.run.B)
+                draws[job] = drawn.rows(first, job.run.B), host.rows(first, job.run.B)
                 first += job.run.B
         return draws
 

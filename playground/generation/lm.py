@@ -119,6 +119,29 @@ class Draw(NamedTuple):
         return Draw(self.next[cut], self.prob[cut], self.sampled[cut],
                     None if self.alt_p is None else self.alt_p[cut], None if self.alt_i is None else self.alt_i[cut])
 
+    def tolist(self) -> DrawLists:
+        """The draw as Python lists: one read-back per field (on a GPU, one wait each), which a
+        batch makes once per step for all its requests rather than once per request."""
+        return DrawLists(self.next.tolist(), self.prob.tolist(), self.sampled.tolist(),
+                         None if self.alt_p is None else self.alt_p.tolist(),
+                         None if self.alt_i is None else self.alt_i.tolist())
+
+
+class DrawLists(NamedTuple):
+    """A `Draw` read back to the host: what the events are made of."""
+
+    next: list[int]
+    prob: list[float]
+    sampled: list[float]
+    alt_p: list[list[float]] | None
+    alt_i: list[list[int]] | None
+
+    def rows(self, first: int, n: int) -> DrawLists:
+        """Rows first..first+n-1, as `Draw.rows`."""
+        cut = slice(first, first + n)
+        return DrawLists(self.next[cut], self.prob[cut], self.sampled[cut],
+                         None if self.alt_p is None else self.alt_p[cut], None if self.alt_i is None else self.alt_i[cut])
+
 
 class _Sampler:
     """The per-token path: penalties, filters, draw, and what the events report.
@@ -304,18 +327,16 @@ class LMRun:
         with torch.inference_mode():
             return self.record(self.sampler(logits))
 
-    def record(self, drawn: Draw) -> list[StepEvent]:
-        """Take this step's draw (B rows, from `step` or a batch's `sample_together`); the new
-        StepEvents (one per sample still running, in sample order)."""
-        nxt, prob, sampled, alt_p, alt_i = drawn
+    def record(self, drawn: Draw, lists: DrawLists | None = None) -> list[StepEvent]:
+        """Take this step's draw (B rows, from `step` or a batch's `sample_together`, with its
+        rows read back in `lists` when the batch already did); the new StepEvents (one per
+        sample still running, in sample order)."""
         with torch.inference_mode():
-            self.ids[:, self.n] = nxt
+            self.ids[:, self.n] = drawn.next
         step, tokenizer = self.step_index, self.tokenizer
         self.n += 1
         self.step_index += 1
-        nxt_l, prob_l, sampled_l = nxt.tolist(), prob.tolist(), sampled.tolist()
-        alt_pl = alt_p.tolist() if alt_p is not None else None
-        alt_il = alt_i.tolist() if alt_i is not None else None
+        nxt_l, prob_l, sampled_l, alt_pl, alt_il = lists if lists is not None else drawn.tolist()
         out: list[StepEvent] = []
         for b in range(self.B):
             if self.reasons[b] is not None:
