@@ -226,11 +226,13 @@ def run_bench(users: int, rounds: int, new_tokens: int, timeout_s: float, max_se
             "load": os.getloadavg()}
 
 
-def engine_rounds(users: int, rounds: int, new_tokens: int, light_slots: int = 4) -> dict[str, Figures]:
+def engine_rounds(users: int, rounds: int, new_tokens: int, light_slots: int = 4,
+                  device: str = "cpu") -> dict[str, Figures]:
     """The same load without the app, in this process: `users` threads generating on the demo
     GPT at once through the batcher, and unbatched through a pool of `light_slots` threads (the
     light lane of an unbatched server), and one user alone; interleaved rounds. What batching
-    itself gains, apart from the app's per-request work (rendering, tables, the queue)."""
+    itself gains, apart from the app's per-request work (rendering, tables, the queue). On
+    `device` ("cuda" where a GPU is: the app itself is not needed there)."""
     from playground.bundle import load_bundle
     from playground.generation.batching import GPTBatcher, stream_batched
     from playground.generation.filters import SamplingConfig
@@ -238,7 +240,7 @@ def engine_rounds(users: int, rounds: int, new_tokens: int, light_slots: int = 4
     from playground.settings import SHIPPED_LIBRARY
 
     bundle = load_bundle(SHIPPED_LIBRARY / "models" / DEMO_GPT)
-    model, tok = bundle.model, bundle.tokenizer
+    model, tok = bundle.model.to(device), bundle.tokenizer
     batcher = GPTBatcher(model, idle_s=5.0)
     sampling = SamplingConfig(temperature=0.8, top_k=40)
     figures = {m: Figures() for m in MODES}
@@ -285,14 +287,7 @@ def format_report(result: dict[str, Any]) -> str:
              f"demo GPT {DEMO_GPT}, {result['rounds']} interleaved round(s); load average at the end "
              + " ".join(f"{x:.2f}" for x in result["load"]), ""]
     lines.append(f"{'':34}{'batched':>22}{'unbatched (peer)':>22}")
-    rows = [
-        (f"{n} users p50 / p95", lambda x: f"{_s(_pct(x.many, 50))} / {_s(_pct(x.many, 95))}"),
-        (f"{n} users: generating, in the server", lambda x: f"{_s(_pct(x.inside, 50))} / {_s(_pct(x.inside, 95))}"),
-        ("1 user alone p50 / p95", lambda x: f"{_s(_pct(x.alone, 50))} / {_s(_pct(x.alone, 95))}"),
-        (f"{n} users throughput (median round)", lambda x: f"{_pct(x.many_tps, 50) or 0:.0f} tok/s"),
-        ("1 user throughput (median round)", lambda x: f"{_pct(x.alone_tps, 50) or 0:.0f} tok/s"),
-        ("generations ok / failed", lambda x: f"{len(x.many) + len(x.alone)} / {len(x.failures)}"),
-    ]
+    rows = _rows(n)
     for label, fmt in rows:
         lines.append(f"{label:34}{fmt(f['batched']):>22}{fmt(f['unbatched']):>22}")
     b, u = f["batched"], f["unbatched"]
@@ -319,17 +314,45 @@ def format_report(result: dict[str, Any]) -> str:
     lines.append(f"servers alive at the end: {result['alive']}")
     engine = result.get("engine")
     if engine:
-        b, u = engine["batched"], engine["unbatched"]
         lines += ["", "without the app (this process, the decoders alone; unbatched: 4 at a time, as the light lane):",
-                  f"{'':34}{'batched':>22}{'unbatched (peer)':>22}"]
-        for label, fmt in rows[:1] + rows[2:5]:
-            lines.append(f"{label:34}{fmt(b):>22}{fmt(u):>22}")
-        e_alone, e_p95 = _pct(b.alone, 50), _pct(b.many, 95)
-        e_b, e_u = _pct(b.many_tps, 50), _pct(u.many_tps, 50)
-        if e_alone and e_p95 and e_b and e_u:
-            lines.append(f"{n} users' p95 / one user alone: {e_p95 / e_alone:.2f}x; throughput batched / unbatched: "
-                         f"{e_b / e_u:.2f}x")
+                  *_engine_lines(engine, n)]
     return "\n".join(lines)
+
+
+def _rows(n: int) -> list[tuple[str, Any]]:
+    """The report's rows: a label and how one server's figures read in it."""
+    return [
+        (f"{n} users p50 / p95", lambda x: f"{_s(_pct(x.many, 50))} / {_s(_pct(x.many, 95))}"),
+        (f"{n} users: generating, in the server", lambda x: f"{_s(_pct(x.inside, 50))} / {_s(_pct(x.inside, 95))}"),
+        ("1 user alone p50 / p95", lambda x: f"{_s(_pct(x.alone, 50))} / {_s(_pct(x.alone, 95))}"),
+        (f"{n} users throughput (median round)", lambda x: f"{_pct(x.many_tps, 50) or 0:.0f} tok/s"),
+        ("1 user throughput (median round)", lambda x: f"{_pct(x.alone_tps, 50) or 0:.0f} tok/s"),
+        ("generations ok / failed", lambda x: f"{len(x.many) + len(x.alone)} / {len(x.failures)}"),
+    ]
+
+
+def _engine_lines(engine: dict[str, Figures], n: int) -> list[str]:
+    """The decoders alone, batched beside unbatched, and the two ratios."""
+    b, u = engine["batched"], engine["unbatched"]
+    rows = _rows(n)
+    lines = [f"{'':34}{'batched':>22}{'unbatched (peer)':>22}"]
+    for label, fmt in rows[:1] + rows[2:5]:
+        lines.append(f"{label:34}{fmt(b):>22}{fmt(u):>22}")
+    e_alone, e_p95 = _pct(b.alone, 50), _pct(b.many, 95)
+    e_b, e_u = _pct(b.many_tps, 50), _pct(u.many_tps, 50)
+    if e_alone and e_p95 and e_b and e_u:
+        lines.append(f"{n} users' p95 / one user alone: {e_p95 / e_alone:.2f}x (goal <= {GOAL['p95_over_alone']:.0f}x); "
+                     f"throughput batched / unbatched: {e_b / e_u:.2f}x (goal >= {GOAL['throughput_over_unbatched']:.0f}x)")
+    return lines
+
+
+def format_engine(engine: dict[str, Figures], users: int, rounds: int, new_tokens: int, device: str) -> str:
+    """`--engine-only`: the decoders alone, without the app, on `device`."""
+    head = (f"bench serve-generate --engine-only: {users} users at once and 1 user alone, {new_tokens} new tokens "
+            f"each, demo GPT {DEMO_GPT} on {device}, {rounds} interleaved round(s), no app (the decoders alone; "
+            f"unbatched: 4 at a time, as the light lane); load average at the end "
+            + " ".join(f"{x:.2f}" for x in os.getloadavg()))
+    return "\n".join([head, "", *_engine_lines(engine, users)])
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -343,18 +366,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="no new round starts after this many seconds (default 600)")
     parser.add_argument("--no-engine", action="store_true",
                         help="skip the rounds without the app (the decoders alone, in this process)")
+    parser.add_argument("--engine-only", action="store_true",
+                        help="only the rounds without the app (e.g. on a GPU machine that has no gradio)")
+    parser.add_argument("--device", default="cpu", help="the decoders' device for the rounds without the app "
+                        "(cpu, cuda; default cpu: the app's servers run on the CPU here)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     users = max(1, min(MAX_USERS, args.users))
     rounds = max(1, min(MAX_ROUNDS, args.rounds))
+    new_tokens = max(1, min(300, args.new_tokens))
+    if args.engine_only:
+        engine = engine_rounds(users, rounds, new_tokens, device=args.device)
+        print(format_engine(engine, users, rounds, new_tokens, args.device))
+        return 0
     try:
-        result = run_bench(users, rounds, max(1, min(300, args.new_tokens)), args.timeout, args.max_seconds)
+        result = run_bench(users, rounds, new_tokens, args.timeout, args.max_seconds)
     except Exception as exc:  # noqa: BLE001 - a server would not start, or a session could not be opened
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     if not args.no_engine:
-        result["engine"] = engine_rounds(users, rounds, max(1, min(300, args.new_tokens)))
+        result["engine"] = engine_rounds(users, rounds, new_tokens, device=args.device)
     print(format_report(result))
     return 0

@@ -7,7 +7,7 @@ import pytest
 
 from playground.bench.queue_client import QueueClient, QueueError
 from playground.bench.serve import DEMO_GPT
-from playground.bench.serve_generate import Figures, _prompt, _token_ids, format_report
+from playground.bench.serve_generate import Figures, _prompt, _token_ids, format_engine, format_report
 
 
 def test_report_prints_ratios_and_checks():
@@ -22,6 +22,15 @@ def test_report_prints_ratios_and_checks():
     assert "4.00x" in text  # 1000 over 250 tok/s
     assert "5 of 5 generations" in text
     assert "failure (unbatched): TimeoutError: x" in text
+
+
+def test_engine_only_report_names_the_device_and_prints_both_ratios():
+    engine = {"batched": Figures(many=[0.8, 0.9, 1.0], alone=[0.25, 0.25], many_tps=[2400.0], alone_tps=[390.0]),
+              "unbatched": Figures(many=[4.0, 7.0], alone=[0.26], many_tps=[300.0], alone_tps=[380.0])}
+    text = format_engine(engine, 20, 3, 100, "cuda")
+    assert "on cuda" in text and "no app" in text
+    assert "p95 / one user alone: 3.96x" in text  # p95 of 0.8, 0.9, 1.0 (inclusive) 0.99 over 0.25
+    assert "throughput batched / unbatched: 8.00x" in text  # 2400 over 300 tok/s
 
 
 def test_token_ids_from_the_token_table():
