@@ -18,7 +18,9 @@ median of `--repeats`), beside the same action in a fresh tab opened in the same
 that moment (click for click, alternating tabs, so both meet the same load); and how many
 loading statuses gradio's frontend handed to components during each Save in either tab
 (`Page.calls`: exact call counts of its `update_state`, each of which searches the component
-tree). It measures and prints; it asserts nothing (tests/ui/test_browser_long_session.py
+tree). At the end, `--generate-probes` Generates of 200 tokens in the session tab and a fresh
+tab, alternating: the time until the page shows each beside the server's own time for it. It
+measures and prints; it asserts nothing (tests/ui/test_browser_long_session.py
 asserts on the same figures). Loopback only; every wait is bounded.
 """
 from __future__ import annotations
@@ -28,6 +30,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import socket
 import statistics
 import sys
@@ -81,6 +84,7 @@ class Options:
     vocab: int = 2000
     repeats: int = 6  # probe clicks per measurement in each tab, alternating tabs; the median is kept
     fresh: bool = True  # measure the probe in a fresh tab beside the session tab
+    generate_probes: int = 4  # at the end: Generates in each tab, alternating (the issue's slow action)
     timeout_s: float = 240.0  # one action at most
 
 
@@ -301,6 +305,21 @@ class Page:
             self.wait(_after_change(lambda: self.text("#generate-stats"), before,
                                     lambda s: "generating" not in s and "tokens" in s))
 
+    def probe_generate(self) -> tuple[float, float]:
+        """One Generate of the default 200 tokens with a fixed prompt and seed on the model
+        chosen: click-to-result seconds, and the server's own generation time from the stats."""
+        self.tab("Generate")
+        self.type_into("generate-prompt", "def probe(x):\n    return")
+        time.sleep(0.3)
+        before = self.text("#generate-stats")
+        t0 = time.perf_counter()
+        self.click("generate-run")
+        self.wait(_after_change(lambda: self.text("#generate-stats"), before,
+                                lambda s: "generating" not in s and "tokens in" in s))
+        shown = time.perf_counter() - t0
+        server = re.search(r"tokens in ([0-9.]+) s", self.text("#generate-stats"))
+        return shown, float(server.group(1)) if server else float("nan")
+
     def tokenizer(self, vocab: int) -> None:
         self.tab("Tokenizer")
         self.number("tok-vocab-size", vocab)
@@ -348,47 +367,94 @@ def _after_change(read: Callable[[], str], before: str, finished: Callable[[str]
     return ready
 
 
-def interleaved_probes(driver: Any, url: str, page: Page, opts: Options) -> tuple[list[float], list[float], float, float]:
-    """The probe in the session tab and in a new tab of the same browser (a fresh page, the same
-    user, with a tokenizer built), click for click in alternating order so that both meet the
-    same machine; then the new tab is closed. Times of each, and loading statuses handed over per
-    Save in each."""
+def alternate(driver: Any, url: str, page: Page, opts: Options, prepare: Callable[[Page], None],
+              action: Callable[[Page], Any], n: int) -> dict[str, list[Any]]:
+    """`action` in the session tab and in a new tab of the same browser (a fresh page of the same
+    user, made ready by `prepare`), `n` times each in alternating order so that both meet the
+    same machine; then the new tab is closed. Each tab's results, under "session" and "fresh"."""
     session = driver.current_window_handle
     driver.switch_to.new_window("tab")
     fresh_window = driver.current_window_handle
     try:
         fresh = Page(driver, url, opts.timeout_s)
         fresh.open()
-        fresh.tab("Tokenizer")
-        fresh.number("tok-vocab-size", opts.vocab)
-        time.sleep(0.3)
-        fresh.click("tok-build")
-        fresh.until_text("#tok-status", "Built")
-        fresh.until_text("#tok-summary", "ocabulary")
+        prepare(fresh)
         tabs = {"session": (page, session), "fresh": (fresh, fresh_window)}
-        times: dict[str, list[float]] = {"session": [], "fresh": []}
-        counts = {"session": 0, "fresh": 0}
-        for i in range(opts.repeats):
+        results: dict[str, list[Any]] = {"session": [], "fresh": []}
+        for i in range(n):
             for which in (("session", "fresh") if i % 2 == 0 else ("fresh", "session")):
                 tab, window = tabs[which]
                 driver.switch_to.window(window)
-                (t,), n = tab.calls(lambda tab=tab: tab.probe(1))
-                times[which].append(t)
-                counts[which] += n
-        per_save = {k: v / opts.repeats for k, v in counts.items()}
-        return times["session"], times["fresh"], per_save["session"], per_save["fresh"]
+                results[which].append(action(tab))
+        return results
     finally:
         driver.switch_to.window(fresh_window)
         driver.close()
         driver.switch_to.window(session)
 
 
+def interleaved_probes(driver: Any, url: str, page: Page, opts: Options) -> tuple[list[float], list[float], float, float]:
+    """The Save probe in the session tab and a fresh tab (with a tokenizer built), alternating:
+    times of each, and loading statuses handed over per Save in each."""
+    def prepare(fresh: Page) -> None:
+        fresh.tab("Tokenizer")
+        fresh.number("tok-vocab-size", opts.vocab)
+        time.sleep(0.3)
+        fresh.click("tok-build")
+        fresh.until_text("#tok-status", "Built")
+        fresh.until_text("#tok-summary", "ocabulary")
+
+    def save(tab: Page) -> tuple[float, int]:
+        (t,), n = tab.calls(lambda: tab.probe(1))
+        return t, n
+
+    got = alternate(driver, url, page, opts, prepare, save, opts.repeats)
+    times = {k: [t for t, _ in v] for k, v in got.items()}
+    per_save = {k: sum(n for _, n in v) / opts.repeats for k, v in got.items()}
+    return times["session"], times["fresh"], per_save["session"], per_save["fresh"]
+
+
+@dataclass
+class GenerateProbe:
+    """Generates at the end of the session, in the session tab and a fresh one: click-to-result
+    and the server's own time for each (s)."""
+
+    session: list[float]
+    session_server: list[float]
+    fresh: list[float]
+    fresh_server: list[float]
+
+
+def interleaved_generations(driver: Any, url: str, page: Page, opts: Options) -> GenerateProbe:
+    """`opts.generate_probes` Generates (demo GPT, fixed prompt) in the session tab and a fresh
+    tab, alternating. What the issue saw slow down: a generation the server had finished long
+    before the page showed it."""
+    def prepare(fresh: Page) -> None:
+        fresh.tab("Generate")
+        fresh.choose("generate-model", DEMO_GPT)
+        fresh.until_text("#generate-info", DEMO_GPT)
+
+    got = alternate(driver, url, page, opts, prepare, Page.probe_generate, opts.generate_probes)
+    return GenerateProbe([a for a, _ in got["session"]], [b for _, b in got["session"]],
+                         [a for a, _ in got["fresh"]], [b for _, b in got["fresh"]])
+
+
+def format_generate_probe(g: GenerateProbe) -> str:
+    """The end-of-session Generate line: each tab's medians and the session tab's ratio."""
+    a, b = statistics.median(g.session), statistics.median(g.fresh)
+    sa, sb = statistics.median(g.session_server), statistics.median(g.fresh_server)
+    return (f"Generate (200 tokens) at the end, {len(g.session)} in each tab: session tab click-to-result median "
+            f"{a:.2f} s (the server's own time {sa:.2f} s), fresh tab {b:.2f} s ({sb:.2f} s): x{a / b:.2f}")
+
+
 def run_session(url: str, opts: Options, report: Callable[[Point], None] = lambda p: None,
-                driver: Any = None) -> list[Point]:
-    """Drive one tab through `opts.rounds` rounds; a Point after the start and after every phase."""
+                driver: Any = None) -> tuple[list[Point], GenerateProbe | None]:
+    """Drive one tab through `opts.rounds` rounds; a Point after the start and after every phase,
+    and the Generates of the session tab beside a fresh tab's at the end (with `opts.fresh`)."""
     own = driver is None
     driver = driver or new_browser()
     points: list[Point] = []
+    generated: GenerateProbe | None = None
     t_start = time.perf_counter()
     try:
         page = Page(driver, url, opts.timeout_s)
@@ -427,10 +493,14 @@ def run_session(url: str, opts: Options, report: Callable[[Point], None] = lambd
             measure(f"round {r}: after tokenizer views")
             page.analyze(DEMO_GPT, "def add(a, b):\n    return a + b")
             measure(f"round {r}: after an analysis")
+        if opts.fresh and opts.generate_probes:
+            if not opts.generations:  # the session tab's model is chosen in its Generate phase
+                page.generate(DEMO_GPT, 1)
+            generated = interleaved_generations(driver, url, page, opts)
     finally:
         if own:
             driver.quit()
-    return points
+    return points, generated
 
 
 def format_point(p: Point) -> str:
@@ -446,17 +516,21 @@ def format_point(p: Point) -> str:
 def run(args: argparse.Namespace) -> int:
     opts = Options(rounds=max(1, args.rounds), trainings=max(0, args.trainings), steps=max(2, args.steps),
                    eval_every=max(1, args.eval_every), generations=max(0, args.generations), vocab=args.vocab,
-                   repeats=max(0, args.repeats), fresh=not args.no_fresh)
+                   repeats=max(0, args.repeats), fresh=not args.no_fresh, generate_probes=max(0, args.generate_probes))
     print(f"goal: JS heap <= {GOAL['js_heap_mb']:.0f} MB; Save no slower than x{GOAL['probe_vs_fresh']} "
           "of a fresh tab's", flush=True)
     with tempfile.TemporaryDirectory(prefix="browser-session-") as tmp, serve(Path(tmp)) as url:
-        points = run_session(url, opts, report=None if args.json else lambda p: print(format_point(p), flush=True))
+        points, generated = run_session(url, opts,
+                                        report=None if args.json else lambda p: print(format_point(p), flush=True))
     if args.json:
-        print(json.dumps([dataclasses.asdict(p) for p in points], indent=2))
+        print(json.dumps({"points": [dataclasses.asdict(p) for p in points],
+                          "generate": dataclasses.asdict(generated) if generated else None}, indent=2))
     else:
         summary = format_pooled(points)
         if summary:
             print(summary)
+        if generated:
+            print(format_generate_probe(generated))
     return 0
 
 
@@ -489,7 +563,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--generations", type=int, default=d.generations, help=f"generations per round (default {d.generations})")
     parser.add_argument("--vocab", type=int, default=d.vocab, help=f"BPE vocabulary size (default {d.vocab})")
     parser.add_argument("--repeats", type=int, default=d.repeats, help=f"probe clicks per measurement (default {d.repeats})")
-    parser.add_argument("--no-fresh", action="store_true", help="skip the fresh-tab probe")
+    parser.add_argument("--generate-probes", type=int, default=d.generate_probes,
+                        help=f"Generates in each tab at the end, beside a fresh tab (default {d.generate_probes})")
+    parser.add_argument("--no-fresh", action="store_true", help="skip the fresh-tab probes")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
 
 
