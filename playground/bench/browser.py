@@ -298,26 +298,26 @@ class Page:
         self.choose("generate-model", model)
         self.until_text("#generate-info", model)
         for i in range(count):
-            self.type_into("generate-prompt", f"def f{i}(x):\n    return")
-            time.sleep(0.3)
-            before = self.text("#generate-stats")
-            self.click("generate-run")
-            self.wait(_after_change(lambda: self.text("#generate-stats"), before,
-                                    lambda s: "generating" not in s and "tokens" in s))
+            self._generate_once(f"def f{i}(x):\n    return")
 
-    def probe_generate(self) -> tuple[float, float]:
-        """One Generate of the default 200 tokens with a fixed prompt and seed on the model
-        chosen: click-to-result seconds, and the server's own generation time from the stats."""
-        self.tab("Generate")
-        self.type_into("generate-prompt", "def probe(x):\n    return")
+    def _generate_once(self, prompt: str) -> tuple[float, str]:
+        """Type `prompt`, press Generate (the model chosen, the default 200 tokens), wait for
+        the stats line of the result: click-to-result seconds and that line."""
+        self.type_into("generate-prompt", prompt)
         time.sleep(0.3)
         before = self.text("#generate-stats")
         t0 = time.perf_counter()
         self.click("generate-run")
         self.wait(_after_change(lambda: self.text("#generate-stats"), before,
-                                lambda s: "generating" not in s and "tokens in" in s))
-        shown = time.perf_counter() - t0
-        server = re.search(r"tokens in ([0-9.]+) s", self.text("#generate-stats"))
+                                lambda s: "generating" not in s and "tokens" in s))
+        return time.perf_counter() - t0, self.text("#generate-stats")
+
+    def probe_generate(self) -> tuple[float, float]:
+        """One Generate with a fixed prompt: click-to-result seconds, and the server's own
+        generation time from the stats line."""
+        self.tab("Generate")
+        shown, stats = self._generate_once("def probe(x):\n    return")
+        server = re.search(r"tokens in ([0-9.]+) s", stats)
         return shown, float(server.group(1)) if server else float("nan")
 
     def tokenizer(self, vocab: int) -> None:

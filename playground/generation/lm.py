@@ -115,16 +115,12 @@ class Draw(NamedTuple):
 
     def rows(self, first: int, n: int) -> Draw:
         """Rows first..first+n-1 (one request's share of a batch's draw)."""
-        cut = slice(first, first + n)
-        return Draw(self.next[cut], self.prob[cut], self.sampled[cut],
-                    None if self.alt_p is None else self.alt_p[cut], None if self.alt_i is None else self.alt_i[cut])
+        return _rows(self, first, n)
 
     def tolist(self) -> DrawLists:
         """The draw as Python lists: one read-back per field (on a GPU, one wait each), which a
         batch makes once per step for all its requests rather than once per request."""
-        return DrawLists(self.next.tolist(), self.prob.tolist(), self.sampled.tolist(),
-                         None if self.alt_p is None else self.alt_p.tolist(),
-                         None if self.alt_i is None else self.alt_i.tolist())
+        return DrawLists(*(None if f is None else f.tolist() for f in self))
 
 
 class DrawLists(NamedTuple):
@@ -138,9 +134,13 @@ class DrawLists(NamedTuple):
 
     def rows(self, first: int, n: int) -> DrawLists:
         """Rows first..first+n-1, as `Draw.rows`."""
-        cut = slice(first, first + n)
-        return DrawLists(self.next[cut], self.prob[cut], self.sampled[cut],
-                         None if self.alt_p is None else self.alt_p[cut], None if self.alt_i is None else self.alt_i[cut])
+        return _rows(self, first, n)
+
+
+def _rows(draw: Any, first: int, n: int) -> Any:
+    """Rows first..first+n-1 of every field of a `Draw` or `DrawLists` (a missing field stays None)."""
+    cut = slice(first, first + n)
+    return type(draw)(*(None if f is None else f[cut] for f in draw))
 
 
 class _Sampler:
