@@ -27,6 +27,10 @@ small to change a draw in practice; the tests check token-for-token equality.
 
 On the CPU a worker runs torch on `DECODE_THREADS` (1) intra-op threads, set for its own thread
 only (`playground.torch_threads`): request threads, analyses among them, keep the process's count.
+A prefill of at least `WIDE_PREFILL_TOKENS` tokens (twenty users' windows after a jump) is a
+few large matrix products, which do use more threads: the worker hands it to a helper thread of
+its own that runs on the process's count (switching the worker's own count back and forth cost
+more than it saved: a few ms each time on a 2-core machine).
 
 Limits (checked before anything is allocated): at most `max_rows` sequences decode together
 (a request takes `num_samples` rows) and the cache of those rows fits `KV_BUDGET_BYTES`; at
@@ -50,6 +54,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,7 +64,7 @@ from torch import Tensor, nn
 
 from playground.errors import TooBigError
 from playground.generation.events import Done, StepEvent
-from playground.generation.lm import Draw, DrawLists, LMRun, run_alone, sample_together
+from playground.generation.lm import DrawLists, LMRun, run_alone, sample_together
 from playground.models.attention import KVCache
 from playground.torch_threads import set_here
 
@@ -76,6 +81,10 @@ FLUSH_S = 0.1  # events reach their reader at most this often (each wake-up cost
 # round in the decoder alone 470 ms instead of 600-770; through the app, one user's 100 tokens
 # in 0.18 s instead of 0.28).
 DECODE_THREADS = 1
+# Rows x window width from which a CPU prefill runs on the process's thread count instead: 20
+# rows of a 48-token window on the demo GPT took 29 ms on one thread and 14 ms on two (2-core
+# machine), where a one-row decode step's few hundred small ops gain nothing from a second thread.
+WIDE_PREFILL_TOKENS = 256
 
 
 def batching_enabled() -> bool:
@@ -104,8 +113,12 @@ class RowKVCache:
         self.v = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(n_layers)]
         self.lengths: list[int] = []
         self.device = device
-        self._rows_index = torch.arange(capacity, device=device)
+        # Where a decode pass writes: row r's key/value of head h at position p is entry
+        # (r * heads + h) * max_length + p of a layer's buffer seen as [capacity*H*max_length, hd].
+        self._head_starts = torch.arange(capacity * n_head, device=device).view(capacity, n_head) * max_length
         self._pos: Tensor | None = None  # positions of this forward [rows]
+        self._slots: Tensor | None = None  # those entries for this forward [rows*H]
+        self._keys = 0  # keys per row in this forward
 
     @staticmethod
     def row_bytes(n_layers: int, max_length: int, kv_width: int, element_size: int) -> int:
@@ -146,26 +159,27 @@ class RowKVCache:
 
     def begin(self) -> tuple[Tensor, int]:
         """Start a decode pass: (positions [rows], keys per row after it = longest + 1)."""
+        R, K = self.rows, max(self.lengths) + 1
+        if K > self.max_length:
+            raise ValueError(f"row cache holds {self.max_length} positions; {K} requested")
         self._pos = torch.tensor(self.lengths, device=self.device)  # [R]
-        return self._pos, max(self.lengths) + 1
+        self._slots = (self._head_starts[:R] + self._pos[:, None]).view(-1)  # [R*H], the same for every layer
+        self._keys = K
+        return self._pos, K
 
     def append(self, i: int, k: Tensor, v: Tensor, offset: int) -> tuple[Tensor, Tensor]:
         """Write one new key/value per row (k, v [R,H,1,hd]) at that row's own position; views
         of every row's keys/values [R,H,K,hd], K = longest row + 1 (the rest is masked)."""
-        R, _, T, _ = k.shape
-        assert T == 1 and self._pos is not None, "RowKVCache decodes one token per row"
-        K = max(self.lengths) + 1
-        if K > self.max_length:
-            raise ValueError(f"row cache holds {self.max_length} positions; {K} requested")
-        rows = self._rows_index[:R]
-        self.k[i][rows, :, self._pos] = k[:, :, 0]  # [R,H,hd]
-        self.v[i][rows, :, self._pos] = v[:, :, 0]
-        return self.k[i][:R, :, :K], self.v[i][:R, :, :K]
+        R, H, T, hd = k.shape
+        assert T == 1 and self._slots is not None and R == self.rows, "RowKVCache decodes one token per row"
+        self.k[i].view(-1, hd).index_copy_(0, self._slots, k.reshape(R * H, hd))  # one entry per row and head
+        self.v[i].view(-1, hd).index_copy_(0, self._slots, v.reshape(R * H, hd))
+        return self.k[i][:R, :, : self._keys], self.v[i][:R, :, : self._keys]
 
     def end(self) -> None:
         """Finish a decode pass: every row is one token longer."""
         self.lengths = [n + 1 for n in self.lengths]
-        self._pos = None
+        self._pos = self._slots = None
 
 
 def _kv_heads(cfg: Any) -> int:
@@ -185,8 +199,8 @@ class Job:
     out: queue.SimpleQueue = field(default_factory=queue.SimpleQueue)
     cancelled: threading.Event = field(default_factory=threading.Event)
     row: int = -1  # first of its run.B rows in the row cache (-1: not in the batch)
-    window: bool = True  # next feed is a window to prefill (else one token per row)
-    feed: Tensor | None = None  # ids [B, W] or [B, 1]
+    window: bool = True  # next feed is a window to prefill (else each row's last token)
+    feed: Tensor | None = None  # the window's ids [B, W] (when `window`)
     logits: Tensor | None = None  # [B, V] for the next sample
     over: bool = False  # finished, failed or cancelled: leaves at the end of the step
     unsent: list[StepEvent] = field(default_factory=list)  # events not yet handed to the reader
@@ -221,6 +235,9 @@ class GPTBatcher:
         self.idle_s = idle_s
         self.threads = threads if param.device.type == "cpu" else None  # None: the process's count
         self.worker_threads = 0  # the intra-op count the last worker ran with (for tests and the bench)
+        self.wide_threads = 0  # the process's count, which a wide prefill runs on (read by the worker)
+        self.wide_prefills = 0  # prefills run on it (for tests and the bench)
+        self._wide: ThreadPoolExecutor | None = None  # the worker's helper for wide prefills
         self._registry, self._registry_lock = registry, registry_lock or threading.Lock()
         self._cond = threading.Condition()
         self._waiting: list[Job] = []
@@ -270,9 +287,21 @@ class GPTBatcher:
     # -- the worker --------------------------------------------------------------------------
 
     def _loop(self) -> None:
+        self.wide_threads = torch.get_num_threads()  # a new thread starts on the process's count
         if self.threads:
             set_here(self.threads)  # this worker only: request threads keep the process's count
         self.worker_threads = torch.get_num_threads()
+        wide = bool(self.threads) and self.wide_threads > self.threads
+        pool = self._wide = ThreadPoolExecutor(1, thread_name_prefix="gpt-batcher-wide") if wide else None
+        try:
+            self._serve()
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=False)
+                if self._wide is pool:  # (a worker started after this one ended has its own)
+                    self._wide = None
+
+    def _serve(self) -> None:
         while True:
             with self._cond:
                 idle = not self._active and not self._waiting and (self._closing or not self._cond.wait(self.idle_s))
@@ -355,13 +384,14 @@ class GPTBatcher:
                 continue
             try:
                 drawn = draws.get(job)
-                events = job.run.record(*drawn) if drawn is not None else job.run.step(job.logits)  # type: ignore[arg-type]
+                events = job.run.record(drawn) if drawn is not None else job.run.step(job.logits)  # type: ignore[arg-type]
                 job.send(events, now, last=job.run.finished)
                 if job.run.finished:
                     job.out.put(job.run.done(batched=True))
                     job.over = True
                 else:
-                    job.window, job.feed = job.run.advance()
+                    job.window = job.run.move_window()
+                    job.feed = job.run.window() if job.window else None
             except Exception as exc:  # noqa: BLE001 - this request's own failure
                 self._fail(job, exc)
             job.logits = None
@@ -374,7 +404,7 @@ class GPTBatcher:
             job.row, row = row, row + job.run.B
         self._active = kept
 
-    def _sample(self, jobs: list[Job]) -> dict[Job, tuple[Draw, DrawLists]]:
+    def _sample(self, jobs: list[Job]) -> dict[Job, DrawLists]:
         """Draw for the jobs whose samplers share settings in one call per group (each draws
         its own random numbers, so its tokens are those it gets alone); a job left out (its
         own filters, penalties, or a failing group) samples alone in `_step`. A group's draw
@@ -385,7 +415,7 @@ class GPTBatcher:
             key = job.run.sampler.key
             if key is not None:
                 groups[key].append(job)
-        draws: dict[Job, tuple[Draw, DrawLists]] = {}
+        draws: dict[Job, DrawLists] = {}
         for group in groups.values():
             if len(group) < 2:
                 continue
@@ -397,7 +427,7 @@ class GPTBatcher:
                 continue
             first = 0
             for job in group:
-                draws[job] = drawn.rows(first, job.run.B), host.rows(first, job.run.B)
+                draws[job] = host.rows(first, job.run.B)
                 first += job.run.B
         return draws
 
@@ -405,18 +435,20 @@ class GPTBatcher:
         """One forward pass for every row; rows about to prefill feed a dummy token at
         position 0 (overwritten by their prefill) and ignore their logits."""
         cache.keep([(j.row, j.run.B) for j in jobs])  # cancelled rows out before the pass
-        feeds, row = [], 0
+        feeds: list[int] = []  # each row's token, from the host: one tensor for the whole pass
+        row = 0
         for job in jobs:
             job.row, row = row, row + job.run.B
             if job.window:
                 cache.lengths[job.row : job.row + job.run.B] = [0] * job.run.B
-                feeds.append(torch.zeros(job.run.B, 1, dtype=torch.long, device=cache.device))
+                feeds.extend([0] * job.run.B)
             else:
-                feeds.append(job.feed)
+                feeds.extend(job.run.last_tokens())
         self._active = jobs + [j for j in self._active if j.over]  # over jobs have no rows now
         for job in self._active[len(jobs):]:
             job.row = -1
-        logits = self.model.decode_rows(torch.cat(feeds), cache)  # [R,V]: the model's own row pass
+        tokens = torch.tensor(feeds, dtype=torch.long, device=cache.device)[:, None]  # [R,1]
+        logits = self.model.decode_rows(tokens, cache)  # [R,V]: the model's own row pass
         for job in jobs:
             if not job.window:
                 job.logits = logits[job.row : job.row + job.run.B]
@@ -439,13 +471,22 @@ class GPTBatcher:
     def _prefill_together(self, group: list[Job], cache: RowKVCache) -> None:
         ids = torch.cat([j.feed for j in group])  # type: ignore[misc]  # [G,W]
         kv = self.model.new_cache()
-        logits = self.model(ids, cache=kv, last_only=True)[:, -1]  # [G,V]
+        if self._wide is not None and ids.numel() >= WIDE_PREFILL_TOKENS:
+            logits = self._wide.submit(self._forward_window, ids, kv).result()  # on the helper's threads
+            self.wide_prefills += 1
+        else:
+            logits = self._forward_window(ids, kv)
         src = 0
         for job in group:
             n = job.run.B
             cache.load(job.row, kv, src, n, ids.shape[1])
             job.logits = logits[src : src + n]
             src += n
+
+    def _forward_window(self, ids: Tensor, kv: KVCache) -> Tensor:
+        """ids [G,W] through the model into the ordinary cache kv -> the next token's logits [G,V]."""
+        with torch.inference_mode():  # thread-local: the helper enters it too
+            return self.model(ids, cache=kv, last_only=True)[:, -1]
 
     @staticmethod
     def _fail(job: Job, exc: BaseException) -> None:

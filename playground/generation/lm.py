@@ -19,7 +19,11 @@ stays W positions long however far `extend` goes. (A batched 'window' run shares
 row cache, block_size positions per row.)
 
 Randomness comes only from a `torch.Generator` made for the call (seeded), never the global
-RNG, so concurrent users of a server do not disturb each other's seeds.
+RNG, so concurrent users of a server do not disturb each other's seeds. It is a CPU generator
+whatever the model's device: its uniform numbers are drawn ahead in chunks (`UNIFORM_CHUNK`
+steps at a time, the same stream as one draw per step), so a step costs no random-number call
+of its own, a batch of users costs one host-to-device copy per step rather than one draw per
+user, and a seed gives the same numbers on a CPU and on a GPU.
 """
 from __future__ import annotations
 
@@ -45,6 +49,7 @@ from playground.limits import check_count
 
 START_TOKENS = ("<|endoftext|>", "<bos>", "<s>", "<eos>", "\n", " ")
 CONTEXT_MODES = ("window", "extend")  # the window jumps at block_size / positions go on past it
+UNIFORM_CHUNK = 64  # steps of uniform numbers a sampler draws at once (one generator call)
 
 
 def check_context_mode(model: nn.Module, context: str) -> None:
@@ -113,10 +118,6 @@ class Draw(NamedTuple):
     alt_p: Tensor | None  # [B, k] the model's k most likely tokens' probabilities
     alt_i: Tensor | None  # [B, k] and their ids
 
-    def rows(self, first: int, n: int) -> Draw:
-        """Rows first..first+n-1 (one request's share of a batch's draw)."""
-        return _rows(self, first, n)
-
     def tolist(self) -> DrawLists:
         """The draw as Python lists: one read-back per field (on a GPU, one wait each), which a
         batch makes once per step for all its requests rather than once per request."""
@@ -133,22 +134,17 @@ class DrawLists(NamedTuple):
     alt_i: list[list[int]] | None
 
     def rows(self, first: int, n: int) -> DrawLists:
-        """Rows first..first+n-1, as `Draw.rows`."""
-        return _rows(self, first, n)
-
-
-def _rows(draw: Any, first: int, n: int) -> Any:
-    """Rows first..first+n-1 of every field of a `Draw` or `DrawLists` (a missing field stays None)."""
-    cut = slice(first, first + n)
-    return type(draw)(*(None if f is None else f[cut] for f in draw))
+        """Rows first..first+n-1 (one request's share of a batch's draw; a missing field stays None)."""
+        cut = slice(first, first + n)
+        return DrawLists(*(None if f is None else f[cut] for f in self))
 
 
 class _Sampler:
     """The per-token path: penalties, filters, draw, and what the events report.
 
     Built once per call; the switched-off filters are not in the loop at all. The draw's
-    randomness is one uniform number per row from the call's own generator (`uniforms`), so
-    samplers with the same settings can pick for many users' rows in one call
+    randomness is one uniform number per row from the call's own (CPU) generator
+    (`uniforms`), so samplers with the same settings can pick for many users' rows in one call
     (`sample_together`) and each user still gets the tokens it gets alone.
     """
 
@@ -159,6 +155,7 @@ class _Sampler:
         self.greedy = cfg.temperature == 0
         self.warpers = make_warpers(cfg)
         self.generator = generator
+        self._ahead: list[list[float]] = []  # uniform numbers drawn ahead, one row per step (reversed)
         self.k_alt = min(n_alternatives, vocab)
         self.penalties = cfg.uses_penalties
         # Samplers with equal keys pick with the same filters; penalties keep per-call state, so
@@ -170,18 +167,23 @@ class _Sampler:
             self.counts = torch.zeros(batch, vocab, dtype=torch.float32, device=device)  # [B,V]
             self.ones = torch.ones(batch, 1, dtype=torch.float32, device=device)
 
-    def uniforms(self) -> Tensor | None:
-        """This step's random numbers, one per row [B] (None when decoding is greedy)."""
+    def uniforms(self) -> list[float] | None:
+        """This step's random numbers, one per row (None when decoding is greedy). Drawn
+        UNIFORM_CHUNK steps at a time: on the CPU generator, rand(n, B) is the same stream as n
+        calls of rand(B), so the chunking does not change a seed's tokens."""
         if self.greedy:
             return None
-        return torch.rand(self.batch, generator=self.generator, device=self.generator.device)
+        if not self._ahead:
+            chunk = torch.rand(UNIFORM_CHUNK, self.batch, generator=self.generator)  # [steps, B]
+            self._ahead = chunk.tolist()[::-1]
+        return self._ahead.pop()
 
     def __call__(self, logits: Tensor) -> Draw:
         """logits [B,V] -> this step's Draw."""
         logits = logits.float()
         raw = logits.softmax(-1)  # [B,V] model distribution (T = 1)
         x = apply_penalties(logits, self.cfg, self.seen, self.counts) if self.penalties else logits
-        drawn = self.pick(x, raw, self.uniforms())
+        drawn = self.pick(x, raw, _on(self.uniforms(), x.device))
         if self.penalties:
             self.seen.scatter_(1, drawn.next[:, None], True)
             self.counts.scatter_add_(1, drawn.next[:, None], self.ones)
@@ -206,6 +208,11 @@ class _Sampler:
         return Draw(nxt, prob, sampled, alt_p, alt_i)
 
 
+def _on(u: list[float] | None, device: torch.device) -> Tensor | None:
+    """Uniform numbers as a tensor [R] on `device` (float32: each is a multiple of 2**-24, exact)."""
+    return None if u is None else torch.tensor(u, dtype=torch.float32, device=device)
+
+
 def sample_together(samplers: Sequence[_Sampler], logits: Tensor) -> Draw:
     """One pick for the rows of several calls whose samplers share a key (same filters, no
     penalties): logits [sum of their rows, V], in sampler order. Each sampler draws its own
@@ -213,8 +220,8 @@ def sample_together(samplers: Sequence[_Sampler], logits: Tensor) -> Draw:
     assert samplers and samplers[0].key is not None and all(s.key == samplers[0].key for s in samplers)
     x = logits.float()
     draws = [s.uniforms() for s in samplers]
-    u = None if draws[0] is None else torch.cat(draws)  # [R]
-    return samplers[0].pick(x, x.softmax(-1), u)
+    u = None if draws[0] is None else [v for d in draws for v in d]  # type: ignore[union-attr]  # [R]
+    return samplers[0].pick(x, x.softmax(-1), _on(u, x.device))
 
 
 class LMRun:
@@ -275,11 +282,14 @@ class LMRun:
             check_count(P + max_new_tokens, "max_extend_tokens", None, "Prompt + new tokens in 'extend' mode",
                         hint="generate fewer tokens, shorten the prompt, or use the 'window' mode.")
         self.started = time.perf_counter()
+        self.device = device
+        # Every row's tokens (prompt + drawn), on the host: a step writes nothing to the device;
+        # only what is fed (a window, or the last tokens) is made a tensor.
+        self.tokens: list[list[int]] = [list(prompt) for _ in range(self.B)]
         with torch.inference_mode():
-            self.ids = torch.empty(self.B, P + max_new_tokens, dtype=torch.long, device=device)  # [B, P+N]
-            self.ids[:, :P] = torch.tensor(prompt, dtype=torch.long, device=device)
-            gen = make_generator(self.seed, device)
-            self.sampler = _Sampler(cfg, self.B, vocab, device, gen, n_alternatives, self.ids[:, :P])
+            gen = make_generator(self.seed, "cpu")  # see the module doc: the same numbers on any device
+            context = torch.tensor(self.tokens, dtype=torch.long, device=device)  # [B, P]
+            self.sampler = _Sampler(cfg, self.B, vocab, device, gen, n_alternatives, context)
         self.start = 0 if self.extend else max(0, P - self.block)  # window start
         self.n = P  # tokens known (prompt + generated)
         self.step_index = 0
@@ -298,23 +308,38 @@ class LMRun:
         """True when every sample stopped or max_new_tokens were drawn."""
         return self.step_index >= self.max_new_tokens or all(r is not None for r in self.reasons)
 
+    def window(self) -> Tensor:
+        """The current window's ids [B, W] (W <= block size in 'window' mode): what a rebuilt
+        cache (or a run without one) is fed."""
+        return torch.tensor([row[self.start : self.n] for row in self.tokens], dtype=torch.long, device=self.device)
+
     def first_window(self) -> Tensor:
         """The prompt's window to feed first: ids [B, W] (W <= block size)."""
-        return self.ids[:, self.start : self.n]
+        return self.window()
+
+    def last_tokens(self) -> list[int]:
+        """Each row's last token (what a decode step feeds when the window did not jump)."""
+        return [row[self.n - 1] for row in self.tokens]
+
+    def move_window(self) -> bool:
+        """Move the window on for the next token; True when the cache must be rebuilt from the
+        new window (it jumped, or there is no cache), else the last tokens extend it."""
+        new_start = self.start if self.extend else next_window_start(self.start, self.n, self.block)
+        rebuild = not self.use_cache or new_start != self.start
+        self.start = new_start
+        return rebuild
 
     def advance(self) -> tuple[bool, Tensor]:
         """What to feed for the next token: (True, window ids [B, W]) when the cache must be
         rebuilt from a new window (or there is no cache), else (False, last token [B, 1])."""
-        new_start = self.start if self.extend else next_window_start(self.start, self.n, self.block)
-        if not self.use_cache or new_start != self.start:
-            self.start = new_start
-            return True, self.ids[:, self.start : self.n]
-        return False, self.ids[:, self.n - 1 : self.n]
+        if self.move_window():
+            return True, self.window()
+        return False, torch.tensor(self.last_tokens(), dtype=torch.long, device=self.device)[:, None]
 
     def new_cache(self, model: nn.Module) -> Any:
         """The cache this run decodes alone with: as long as the whole run in 'extend' mode (else
         block_size), windowed (last attn_window positions per layer) for a sliding-window model."""
-        return model.new_cache(self.ids.shape[1] if self.extend else None, windowed=True)
+        return model.new_cache(len(self.prompt) + self.max_new_tokens if self.extend else None, windowed=True)
 
     def recompute(self, model: nn.Module, ids: Tensor) -> Tensor:
         """Logits [B,V] of the next token after ids [B,T] with no cache (past block_size in 'extend')."""
@@ -325,18 +350,18 @@ class LMRun:
         """Sample the next token of every sample from logits [B, V]; the new StepEvents (one
         per sample still running, in sample order)."""
         with torch.inference_mode():
-            return self.record(self.sampler(logits))
+            return self.record(self.sampler(logits).tolist())
 
-    def record(self, drawn: Draw, lists: DrawLists | None = None) -> list[StepEvent]:
-        """Take this step's draw (B rows, from `step` or a batch's `sample_together`, with its
-        rows read back in `lists` when the batch already did); the new StepEvents (one per
-        sample still running, in sample order)."""
-        with torch.inference_mode():
-            self.ids[:, self.n] = drawn.next
+    def record(self, drawn: DrawLists) -> list[StepEvent]:
+        """Take this step's draw, read back to the host (B rows, from `step` or a share of a
+        batch's `sample_together`); the new StepEvents (one per sample still running, in
+        sample order)."""
         step, tokenizer = self.step_index, self.tokenizer
+        nxt_l, prob_l, sampled_l, alt_pl, alt_il = drawn
+        for row, tid in zip(self.tokens, nxt_l):
+            row.append(tid)
         self.n += 1
         self.step_index += 1
-        nxt_l, prob_l, sampled_l, alt_pl, alt_il = lists if lists is not None else drawn.tolist()
         out: list[StepEvent] = []
         for b in range(self.B):
             if self.reasons[b] is not None:

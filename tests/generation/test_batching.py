@@ -9,7 +9,13 @@ import pytest
 import torch
 
 from playground.errors import TooBigError
-from playground.generation import GenerateRequest, SamplingConfig, generate_lm, stream
+from playground.generation import (
+    GenerateRequest,
+    SamplingConfig,
+    batching,
+    generate_lm,
+    stream,
+)
 from playground.generation.batching import (
     GPTBatcher,
     RowKVCache,
@@ -18,6 +24,7 @@ from playground.generation.batching import (
 from playground.generation.events import Done
 from playground.generation.lm import LMRun
 from playground.models.gpt import GPT, GPTConfig
+from playground.torch_threads import process_default
 from tests.generation.conftest import sharpen
 
 # float32 logits of a batched pass vs one sequence alone: batched matrix products and the
@@ -267,7 +274,6 @@ def test_the_worker_decodes_on_its_own_thread_count_only(gpt_bundle):
     """On the CPU the worker runs torch on DECODE_THREADS threads; the caller's count and the
     count a new request thread starts with stay the process's."""
     from playground.generation.batching import DECODE_THREADS
-    from playground.torch_threads import process_default
 
     model, tok = gpt_bundle.model, gpt_bundle.tokenizer
     default, mine = process_default(), torch.get_num_threads()
@@ -276,3 +282,20 @@ def test_the_worker_decodes_on_its_own_thread_count_only(gpt_bundle):
     batcher.close(timeout_s=5.0)
     assert batcher.worker_threads == DECODE_THREADS == 1
     assert torch.get_num_threads() == mine and process_default() == default
+
+
+def test_a_wide_prefill_runs_on_the_helper_and_changes_no_token(gpt_bundle, monkeypatch):
+    """Prefills of at least WIDE_PREFILL_TOKENS (lowered here to fit the tiny model) run on the
+    worker's helper thread at the process's thread count; every user still gets what they get
+    alone, and the worker's own count stays DECODE_THREADS."""
+    if process_default() < 2:
+        pytest.skip("one intra-op thread in this process: there is no wider count to prefill on")
+    monkeypatch.setattr(batching, "WIDE_PREFILL_TOKENS", 8)
+    model, tok = gpt_bundle.model, gpt_bundle.tokenizer
+    reqs = _requests(tok, ["the quick brown", "over the lazy dog. THE"], 30)
+    alone = [_alone(model, tok, r) for r in reqs]
+    batcher = GPTBatcher(model, idle_s=0.5)
+    for a, b in zip(alone, _batched_staggered(model, tok, reqs, batcher)):
+        _same(a, b)
+    assert batcher.wide_prefills > 0 and batcher.wide_threads == process_default()
+    assert batcher.worker_threads == batching.DECODE_THREADS

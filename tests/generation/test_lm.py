@@ -5,9 +5,15 @@ import pytest
 import torch
 
 from playground.errors import DataError
-from playground.generation import GenerateRequest, SamplingConfig, generate, generate_lm, stream
+from playground.generation import (
+    GenerateRequest,
+    SamplingConfig,
+    generate,
+    generate_lm,
+    stream,
+)
 from playground.generation.events import Done, StepEvent
-from playground.generation.lm import slide_for
+from playground.generation.lm import UNIFORM_CHUNK, _Sampler, make_generator, slide_for
 
 
 def _ids(bundle, text: str) -> list[int]:
@@ -180,3 +186,19 @@ def test_gpt_given_an_image_gets_a_clear_error(gpt_bundle):
 
     with pytest.raises(DataError, match="reads text, not images"):
         classify_image(gpt_bundle, np.zeros((8, 8)))
+
+
+def test_uniforms_drawn_in_chunks_are_the_per_step_stream():
+    """A sampler draws its uniform numbers UNIFORM_CHUNK steps at a time from the run's CPU
+    generator: the same numbers, step by step, as one rand(B) call per step (so the chunking
+    does not change a seed's tokens), across chunk boundaries."""
+    B, steps = 3, 2 * UNIFORM_CHUNK + 5
+    sampler = _Sampler(SamplingConfig(temperature=0.9), B, 10, torch.device("cpu"), make_generator(7, "cpu"), 0,
+                       torch.zeros(B, 1, dtype=torch.long))
+    ours = [sampler.uniforms() for _ in range(steps)]
+    gen = make_generator(7, "cpu")
+    per_step = [torch.rand(B, generator=gen).tolist() for _ in range(steps)]
+    assert ours == per_step
+    greedy = _Sampler(SamplingConfig(temperature=0), B, 10, torch.device("cpu"), make_generator(7, "cpu"), 0,
+                      torch.zeros(B, 1, dtype=torch.long))
+    assert greedy.uniforms() is None
