@@ -128,7 +128,9 @@ def serve(app, host: str, port: int, share: bool, auth, max_file_size: int | Non
     import contextlib
     import io
 
-    from playground.ui.app import launch_options  # already imported by build_app: free here, not at --help
+    # Here, not at the top: --help does not pay for them (build_app has imported launch_options already).
+    from playground.gc_pauses import freeze_startup_heap
+    from playground.ui.app import launch_options
 
     captured = io.StringIO()
     with contextlib.redirect_stdout(captured) if share else contextlib.nullcontext():
@@ -140,6 +142,7 @@ def serve(app, host: str, port: int, share: bool, auth, max_file_size: int | Non
                 print(line)
         if app.share_url is None:
             print(f"No public share link could be made (offline?); serving locally at {app.local_url}", flush=True)
+    freeze_startup_heap()  # what start-up built lives as long as the server: no collection walks it again
     app.block_thread()
 
 
