@@ -17,9 +17,22 @@ first would add to a start whose goal is 5 s.
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 def freeze_startup_heap() -> int:
     """Exempt every object alive now from later collections (cheap: no walk); how many are frozen."""
     gc.freeze()
     return gc.get_freeze_count()
+
+
+@contextmanager
+def frozen_heap() -> Iterator[int]:
+    """`freeze_startup_heap()` for the block, then back to normal (`gc.unfreeze`): for a
+    benchmark's client process, whose own full collections (~0.2 s with torch and gradio
+    imported) would otherwise stall the latencies it measures."""
+    try:
+        yield freeze_startup_heap()
+    finally:
+        gc.unfreeze()

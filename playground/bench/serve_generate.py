@@ -52,6 +52,7 @@ from playground.bench.serve import (
     _ensure_demo_model,
     start_server,
 )
+from playground.gc_pauses import frozen_heap
 
 MAX_USERS = 64
 MAX_ROUNDS = 20
@@ -202,15 +203,16 @@ def run_bench(users: int, rounds: int, new_tokens: int, timeout_s: float, max_se
         for mode in MODES:  # warm up: load the checkpoint, first forward passes
             pools[mode].round(1, -1, 8, Figures(), {}, [], many=False)
         t_start = time.monotonic()
-        for r in range(rounds):
-            if r and time.monotonic() - t_start > max_seconds:
-                break
-            order = MODES if r % 2 == 0 else MODES[::-1]
-            for mode in order:
-                pools[mode].round(users, r, new_tokens, figures[mode], outputs[mode], cross_talk, many=True)
-            for mode in order:
-                pools[mode].round(1, r, new_tokens, figures[mode], outputs[mode], cross_talk, many=False)
-            done_rounds += 1
+        with frozen_heap():  # the clients' own full GC passes would stall the latencies (servers freeze too)
+            for r in range(rounds):
+                if r and time.monotonic() - t_start > max_seconds:
+                    break
+                order = MODES if r % 2 == 0 else MODES[::-1]
+                for mode in order:
+                    pools[mode].round(users, r, new_tokens, figures[mode], outputs[mode], cross_talk, many=True)
+                for mode in order:
+                    pools[mode].round(1, r, new_tokens, figures[mode], outputs[mode], cross_talk, many=False)
+                done_rounds += 1
         alive = {m: s.proc.poll() is None for m, s in servers.items()}
     finally:
         for pool in pools.values():
@@ -254,7 +256,8 @@ def engine_rounds(users: int, rounds: int, new_tokens: int, light_slots: int = 4
         return time.perf_counter() - t0
 
     try:
-        _engine_rounds(users, rounds, new_tokens, light_slots, one, figures)
+        with frozen_heap():  # as a server does after start-up
+            _engine_rounds(users, rounds, new_tokens, light_slots, one, figures)
     finally:
         batcher.close()  # a worker still inside a torch op when the interpreter exits aborts it
     return figures
