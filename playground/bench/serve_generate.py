@@ -72,6 +72,8 @@ class Figures:
     alone_tps: list[float] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     inside: list[float] = field(default_factory=list)  # N users: the server's own "tokens in X s"
+    pass_many: list[float] = field(default_factory=list)  # one decode pass of N rows (s), decoders alone
+    pass_one: list[float] = field(default_factory=list)  # and of one row, interleaved with it
 
 
 @contextlib.contextmanager
@@ -260,7 +262,41 @@ def engine_rounds(users: int, rounds: int, new_tokens: int, light_slots: int = 4
             _engine_rounds(users, rounds, new_tokens, light_slots, one, figures)
     finally:
         batcher.close()  # a worker still inside a torch op when the interpreter exits aborts it
+    figures["batched"].pass_many, figures["batched"].pass_one = pass_floor(model, users)
     return figures
+
+
+def pass_floor(model: Any, rows: int, repeats: int = 200) -> tuple[list[float], list[float]]:
+    """Seconds of one decode pass (`decode_rows`, what a batch step costs before any prefill,
+    sampling or event) with `rows` rows at spread positions and with one row at the middle
+    position, interleaved; on a CPU on the worker's thread count (DECODE_THREADS). The floor
+    under the p95 ratio: N users cannot take less than this many times one user's passes."""
+    import torch
+
+    from playground.generation.batching import DECODE_THREADS, RowKVCache
+    from playground.torch_threads import threads_here
+
+    block = int(model.config.block_size)
+    device = next(model.parameters()).device
+    setups = []
+    for n, lengths in ((rows, [(7 * i) % (block - 1) for i in range(rows)]), (1, [block // 2])):
+        cache = RowKVCache.for_model(model, n)
+        cache.add_rows(n)
+        setups.append((cache, lengths, torch.zeros(n, 1, dtype=torch.long, device=device)))  # [n,1]
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    times: list[list[float]] = [[], []]
+    threads = threads_here(DECODE_THREADS) if device.type == "cpu" else contextlib.nullcontext()
+    with threads, torch.inference_mode():
+        for i in range(repeats + 10):  # the first 10 warm up
+            for k, (cache, lengths, tokens) in enumerate(setups):
+                cache.lengths = list(lengths)
+                sync()
+                t0 = time.perf_counter()
+                model.decode_rows(tokens, cache)
+                sync()
+                if i >= 10:
+                    times[k].append(time.perf_counter() - t0)
+    return times[0], times[1]
 
 
 def _engine_rounds(users: int, rounds: int, new_tokens: int, light_slots: int, one: Any,
@@ -346,6 +382,10 @@ def _engine_lines(engine: dict[str, Figures], n: int) -> list[str]:
     if e_alone and e_p95 and e_b and e_u:
         lines.append(f"{n} users' p95 / one user alone: {e_p95 / e_alone:.2f}x (goal <= {GOAL['p95_over_alone']:.0f}x); "
                      f"throughput batched / unbatched: {e_b / e_u:.2f}x (goal >= {GOAL['throughput_over_unbatched']:.0f}x)")
+    many, one = _pct(b.pass_many, 50), _pct(b.pass_one, 50)
+    if many and one:
+        lines.append(f"one decode pass, {n} rows / one row (medians, interleaved): {many * 1e3:.2f} ms / "
+                     f"{one * 1e3:.2f} ms = {many / one:.2f}x, before any prefill, sampling or event")
     return lines
 
 

@@ -120,6 +120,13 @@ class RowKVCache:
         self._slots: Tensor | None = None  # those entries for this forward [rows*H]
         self._keys = 0  # keys per row in this forward
 
+    @classmethod
+    def for_model(cls, model: nn.Module, capacity: int) -> RowKVCache:
+        """Rows for `capacity` sequences of `model` (block_size positions each), on its device and dtype."""
+        cfg, param = model.config, next(model.parameters())
+        return cls(cfg.n_layer, int(cfg.block_size), _kv_heads(cfg), cfg.d_model // cfg.n_head, capacity,
+                   param.dtype, param.device)
+
     @staticmethod
     def row_bytes(n_layers: int, max_length: int, kv_width: int, element_size: int) -> int:
         """Bytes one row takes (keys and values of every layer); kv_width = key/value heads x head
@@ -351,9 +358,7 @@ class GPTBatcher:
         if not joining:
             return
         if self._cache is None:
-            cfg, param = self.model.config, next(self.model.parameters())
-            self._cache = RowKVCache(cfg.n_layer, self.block, _kv_heads(cfg), cfg.d_model // cfg.n_head,
-                                     self.max_rows, param.dtype, param.device)
+            self._cache = RowKVCache.for_model(self.model, self.max_rows)
         for job in joining:
             job.row = self._cache.add_rows(job.run.B)
             job.window, job.feed = True, job.run.first_window()

@@ -4,10 +4,19 @@ servers run only in the bench)."""
 from __future__ import annotations
 
 import pytest
+import torch
 
 from playground.bench.queue_client import QueueClient, QueueError
 from playground.bench.serve import DEMO_GPT
-from playground.bench.serve_generate import Figures, _prompt, _token_ids, format_engine, format_report
+from playground.bench.serve_generate import (
+    Figures,
+    _prompt,
+    _token_ids,
+    format_engine,
+    format_report,
+    pass_floor,
+)
+from playground.models.gpt import GPT, GPTConfig
 
 
 def test_report_prints_ratios_and_checks():
@@ -25,12 +34,23 @@ def test_report_prints_ratios_and_checks():
 
 
 def test_engine_only_report_names_the_device_and_prints_both_ratios():
-    engine = {"batched": Figures(many=[0.8, 0.9, 1.0], alone=[0.25, 0.25], many_tps=[2400.0], alone_tps=[390.0]),
+    engine = {"batched": Figures(many=[0.8, 0.9, 1.0], alone=[0.25, 0.25], many_tps=[2400.0], alone_tps=[390.0],
+                                 pass_many=[0.0018, 0.0017, 0.0019], pass_one=[0.0007, 0.0008, 0.0006]),
               "unbatched": Figures(many=[4.0, 7.0], alone=[0.26], many_tps=[300.0], alone_tps=[380.0])}
     text = format_engine(engine, 20, 3, 100, "cuda")
     assert "on cuda" in text and "no app" in text
     assert "p95 / one user alone: 3.96x" in text  # p95 of 0.8, 0.9, 1.0 (inclusive) 0.99 over 0.25
     assert "throughput batched / unbatched: 8.00x" in text  # 2400 over 300 tok/s
+    assert "20 rows / one row (medians, interleaved): 1.80 ms / 0.70 ms = 2.57x" in text
+
+
+def test_pass_floor_times_both_passes_on_a_real_model():
+    """The floor is measured, not assumed: real decode passes of N rows and of one row, every
+    repeat from the same positions."""
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=20, block_size=16, n_layer=1, n_head=2, d_model=16)).eval()
+    many, one = pass_floor(model, rows=5, repeats=3)
+    assert len(many) == len(one) == 3 and all(t > 0 for t in many + one)
 
 
 def test_token_ids_from_the_token_table():
