@@ -20,7 +20,8 @@ against one user alone on the batched server; batched against unbatched throughp
 checks: every user's tokens identical on both servers (same prompt and seed), and no user's
 output holding another user's marker. Then the same rounds without the app, in this process
 (the batcher against 4 unbatched decoders at a time), to show what batching gains apart from
-the app's own per-request work. It measures and reports; it asserts nothing about
+the app's own per-request work, and one decode pass of N rows against one row (`pass_floor`):
+the least the N users' p95 can be over one user's. It measures and reports; it asserts nothing about
 timing. Loopback only; the number of users, rounds and every wait are bounded, and both
 servers are stopped at the end.
 """
