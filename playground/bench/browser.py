@@ -30,7 +30,6 @@ import contextlib
 import dataclasses
 import json
 import os
-import re
 import socket
 import statistics
 import sys
@@ -42,6 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from playground.bench.serve import DEMO_GPT, SERVER_TIME_RE
+
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -50,7 +51,6 @@ CHROMEDRIVER = "/usr/bin/chromedriver"
 BROWSER_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-dev-shm-usage", "--disable-component-update", "--no-first-run",
                  "--window-size=1400,1000", "--enable-precise-memory-info")
-DEMO_GPT = "gpt-python-docs-char"
 PRESET = "nanogpt-cpu-tiny"
 GOAL = {"js_heap_mb": 300.0, "probe_vs_fresh": 1.2}
 # Gradio's frontend hands a component its loading status (and searches the component tree for
@@ -317,7 +317,7 @@ class Page:
         generation time from the stats line."""
         self.tab("Generate")
         shown, stats = self._generate_once("def probe(x):\n    return")
-        server = re.search(r"tokens in ([0-9.]+) s", stats)
+        server = SERVER_TIME_RE.search(stats)
         return shown, float(server.group(1)) if server else float("nan")
 
     def tokenizer(self, vocab: int) -> None:

@@ -45,6 +45,7 @@ from playground.settings import REPO_ROOT, SHIPPED_LIBRARY
 
 DEMO_GPT = "gpt-python-docs-char"
 MARKER_RE = re.compile(r"\b[ust]\d{2}-[0-9a-f]{6}\b")
+SERVER_TIME_RE = re.compile(r"tokens in ([0-9.]+) s")  # the server's own time, in Generate's stats line
 GOAL = {"users": 20, "failures": 0, "cross_talk": 0, "generate_busy_p95_s": 3.0, "rss_growth_mb": 50.0,
         "start_s": 5.0, "config_p95_s": 1.0}
 CORPUS = (

@@ -31,7 +31,6 @@ import argparse
 import contextlib
 import json
 import os
-import re
 import secrets
 import shutil
 import statistics
@@ -49,6 +48,7 @@ from playground.bench.queue_client import QueueClient
 from playground.bench.serve import (
     DEMO_GPT,
     MARKER_RE,
+    SERVER_TIME_RE,
     Server,
     _ensure_demo_model,
     start_server,
@@ -60,7 +60,6 @@ MAX_ROUNDS = 20
 SESSION_TRIES = 3
 GOAL = {"p95_over_alone": 2.0, "throughput_over_unbatched": 5.0}
 MODES = ("batched", "unbatched")
-INSIDE_RE = re.compile(r"tokens in ([0-9.]+) s")
 
 
 @dataclass
@@ -160,7 +159,7 @@ class Users:
             figures.failures.append(f"expected {new_tokens} tokens, got {None if ids is None else len(ids)}")
             return None
         outputs[(round_, int(many), i)] = ids
-        inside = INSIDE_RE.search(str(result[1]))
+        inside = SERVER_TIME_RE.search(str(result[1]))
         if inside and many:
             figures.inside.append(float(inside.group(1)))
         for found in set(MARKER_RE.findall(json.dumps(result, default=str))) - {marker}:

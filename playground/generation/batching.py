@@ -116,7 +116,6 @@ class RowKVCache:
         # Where a decode pass writes: row r's key/value of head h at position p is entry
         # (r * heads + h) * max_length + p of a layer's buffer seen as [capacity*H*max_length, hd].
         self._head_starts = torch.arange(capacity * n_head, device=device).view(capacity, n_head) * max_length
-        self._pos: Tensor | None = None  # positions of this forward [rows]
         self._slots: Tensor | None = None  # those entries for this forward [rows*H]
         self._keys = 0  # keys per row in this forward
 
@@ -169,10 +168,10 @@ class RowKVCache:
         R, K = self.rows, max(self.lengths) + 1
         if K > self.max_length:
             raise ValueError(f"row cache holds {self.max_length} positions; {K} requested")
-        self._pos = torch.tensor(self.lengths, device=self.device)  # [R]
-        self._slots = (self._head_starts[:R] + self._pos[:, None]).view(-1)  # [R*H], the same for every layer
+        pos = torch.tensor(self.lengths, device=self.device)  # [R]
+        self._slots = (self._head_starts[:R] + pos[:, None]).view(-1)  # [R*H], the same for every layer
         self._keys = K
-        return self._pos, K
+        return pos, K
 
     def append(self, i: int, k: Tensor, v: Tensor, offset: int) -> tuple[Tensor, Tensor]:
         """Write one new key/value per row (k, v [R,H,1,hd]) at that row's own position; views
@@ -186,7 +185,7 @@ class RowKVCache:
     def end(self) -> None:
         """Finish a decode pass: every row is one token longer."""
         self.lengths = [n + 1 for n in self.lengths]
-        self._pos = self._slots = None
+        self._slots = None
 
 
 def _kv_heads(cfg: Any) -> int:
@@ -361,7 +360,7 @@ class GPTBatcher:
             self._cache = RowKVCache.for_model(self.model, self.max_rows)
         for job in joining:
             job.row = self._cache.add_rows(job.run.B)
-            job.window, job.feed = True, job.run.first_window()
+            job.window, job.feed = True, job.run.window()
             self._active.append(job)
 
     def _step(self) -> None:

@@ -229,7 +229,7 @@ class LMRun:
     per-sample bookkeeping (text, stop strings, events).
 
     The decode loops own the model and the cache; a run only says which ids to feed next
-    (`first_window`, `advance`) and turns the logits of its rows into StepEvents (`step`).
+    (`window`, `advance`) and turns the logits of its rows into StepEvents (`step`).
     `stream_lm` drives one run alone; `playground.generation.batching` drives many in one
     batch, so a run gives the same tokens either way: it draws from its own generator in the
     same order.
@@ -309,13 +309,9 @@ class LMRun:
         return self.step_index >= self.max_new_tokens or all(r is not None for r in self.reasons)
 
     def window(self) -> Tensor:
-        """The current window's ids [B, W] (W <= block size in 'window' mode): what a rebuilt
-        cache (or a run without one) is fed."""
+        """The current window's ids [B, W] (W <= block size in 'window' mode): what is fed
+        first (the prompt's window), and whenever the cache is rebuilt (or there is none)."""
         return torch.tensor([row[self.start : self.n] for row in self.tokens], dtype=torch.long, device=self.device)
-
-    def first_window(self) -> Tensor:
-        """The prompt's window to feed first: ids [B, W] (W <= block size)."""
-        return self.window()
 
     def last_tokens(self) -> list[int]:
         """Each row's last token (what a decode step feeds when the window did not jump)."""
@@ -432,7 +428,7 @@ def run_alone(model: nn.Module, run: LMRun) -> Iterator[StepEvent | Done]:
     cache = run.new_cache(model) if run.use_cache else None
     if run.max_new_tokens:
         with torch.inference_mode():
-            first = run.first_window()
+            first = run.window()  # the prompt's window
             logits = run.recompute(model, first) if cache is None else model(first, cache=cache, last_only=True)[:, -1]  # [B,V]
     while not run.finished:
         yield from run.step(logits)
