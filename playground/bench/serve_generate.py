@@ -21,8 +21,11 @@ checks: every user's tokens identical on both servers (same prompt and seed), an
 output holding another user's marker. Then the same rounds without the app, in this process
 (the batcher against 4 unbatched decoders at a time), to show what batching gains apart from
 the app's own per-request work, and one decode pass of N rows against one row (`pass_floor`):
-the least the N users' p95 can be over one user's. It measures and reports; it asserts nothing about
-timing. Loopback only; the number of users, rounds and every wait are bounded, and both
+the least the N users' p95 can be over one user's on these cores. Last, what a step costs
+where it is bound by kernel launches rather than arithmetic (a GPU): the torch ops a decode-only
+step dispatches for N users and for one, and the forward passes each took (`step_ops`),
+counted on whatever device runs. It measures and reports; it asserts nothing about timing.
+Loopback only; the number of users, rounds and every wait are bounded, and both
 servers are stopped at the end.
 """
 from __future__ import annotations
@@ -53,6 +56,7 @@ from playground.bench.serve import (
     _ensure_demo_model,
     start_server,
 )
+from playground.bench.step_ops import StepOps, count_step_ops
 from playground.gc_pauses import frozen_heap
 
 MAX_USERS = 64
@@ -74,6 +78,7 @@ class Figures:
     inside: list[float] = field(default_factory=list)  # N users: the server's own "tokens in X s"
     pass_many: list[float] = field(default_factory=list)  # one decode pass of N rows (s), decoders alone
     pass_one: list[float] = field(default_factory=list)  # and of one row, interleaved with it
+    ops: dict[int, StepOps] = field(default_factory=dict)  # users -> torch ops per decode step (`step_ops`)
 
 
 @contextlib.contextmanager
@@ -249,10 +254,13 @@ def engine_rounds(users: int, rounds: int, new_tokens: int, light_slots: int = 4
     sampling = SamplingConfig(temperature=0.8, top_k=40)
     figures = {m: Figures() for m in MODES}
 
+    def request(i: int) -> dict[str, Any]:
+        return {"prompt_ids": tok.encode(_prompt(f"u{i:02d}-000000", i)).ids, "max_new_tokens": new_tokens,
+                "sampling": sampling, "seed": i}
+
     def one(batched: bool, i: int, t0: float) -> float:
-        ids = tok.encode(_prompt(f"u{i:02d}-000000", i)).ids
-        kw = {"max_new_tokens": new_tokens, "sampling": sampling, "seed": i}
-        events = stream_batched(model, tok, ids, batcher=batcher, **kw) if batched else stream_lm(model, tok, ids, **kw)
+        kw = request(i)
+        events = stream_batched(model, tok, batcher=batcher, **kw) if batched else stream_lm(model, tok, **kw)
         for _ in events:
             pass
         return time.perf_counter() - t0
@@ -263,6 +271,8 @@ def engine_rounds(users: int, rounds: int, new_tokens: int, light_slots: int = 4
     finally:
         batcher.close()  # a worker still inside a torch op when the interpreter exits aborts it
     figures["batched"].pass_many, figures["batched"].pass_one = pass_floor(model, users)
+    for n in sorted({1, users}):  # what a step costs where it is bound by launches (a GPU), counted
+        figures["batched"].ops[n] = count_step_ops(model, tok, [request(i) for i in range(n)])
     return figures
 
 
@@ -386,7 +396,19 @@ def _engine_lines(engine: dict[str, Figures], n: int) -> list[str]:
     if many and one:
         lines.append(f"one decode pass, {n} rows / one row (medians, interleaved): {many * 1e3:.2f} ms / "
                      f"{one * 1e3:.2f} ms = {many / one:.2f}x, before any prefill, sampling or event")
-    return lines
+    return lines + _ops_lines(b.ops, n)
+
+
+def _ops_lines(ops: dict[int, StepOps], n: int) -> list[str]:
+    """Torch ops per decode-only step and forward passes, N users beside one (a GPU's launches)."""
+    if n not in ops or 1 not in ops or n == 1:
+        return []
+    many, one = ops[n], ops[1]
+    launches = (f"torch ops per decode step, views excluded (on a GPU about one launch each), {n} users / one user: "
+                f"{many.median_ops:.0f} / {one.median_ops:.0f}")
+    passes = (f"forward passes, {n} users together / one user: {many.decode_passes} decode + {many.prefill_passes} prefill / "
+              f"{one.decode_passes} decode + {one.prefill_passes} prefill")
+    return [launches, passes]
 
 
 def format_engine(engine: dict[str, Figures], users: int, rounds: int, new_tokens: int, device: str) -> str:

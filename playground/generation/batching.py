@@ -48,12 +48,13 @@ batching existed): the bench's unbatched peer.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -229,7 +230,10 @@ class GPTBatcher:
 
     def __init__(self, model: nn.Module, *, max_rows: int = MAX_ROWS, max_waiting: int = MAX_WAITING,
                  idle_s: float = IDLE_EXIT_S, registry: dict[int, GPTBatcher] | None = None,
-                 registry_lock: threading.Lock | None = None, threads: int | None = DECODE_THREADS) -> None:
+                 registry_lock: threading.Lock | None = None, threads: int | None = DECODE_THREADS,
+                 step_context: Callable[[], contextlib.AbstractContextManager] | None = None) -> None:
+        """`step_context`: a context manager factory entered around every step, on the worker's
+        thread (the bench counts the torch ops a step dispatches with it; None in the app)."""
         cfg = model.config
         param = next(model.parameters())
         self.model = model
@@ -243,6 +247,9 @@ class GPTBatcher:
         self.worker_threads = 0  # the intra-op count the last worker ran with (for tests and the bench)
         self.wide_threads = 0  # the process's count, which a wide prefill runs on (read by the worker)
         self.wide_prefills = 0  # prefills run on it (for tests and the bench)
+        self.decode_passes = 0  # forward passes of one token per row (for tests and the bench)
+        self.prefill_passes = 0  # forward passes over windows, on either thread (for tests and the bench)
+        self._step_context = step_context or contextlib.nullcontext
         self._wide: ThreadPoolExecutor | None = None  # the worker's helper for wide prefills
         self._registry, self._registry_lock = registry, registry_lock or threading.Lock()
         self._cond = threading.Condition()
@@ -319,7 +326,8 @@ class GPTBatcher:
                 continue
             try:
                 self._join(joining)
-                self._step()
+                with self._step_context():
+                    self._step()
             except BaseException as exc:  # noqa: BLE001 - a shared failure: tell everyone in it, go on
                 for job in self._active:
                     self._fail(job, exc)
@@ -453,6 +461,7 @@ class GPTBatcher:
             job.row = -1
         tokens = torch.tensor(feeds, dtype=torch.long, device=cache.device)[:, None]  # [R,1]
         logits = self.model.decode_rows(tokens, cache)  # [R,V]: the model's own row pass
+        self.decode_passes += 1
         for job in jobs:
             if not job.window:
                 job.logits = logits[job.row : job.row + job.run.B]
@@ -480,6 +489,7 @@ class GPTBatcher:
             self.wide_prefills += 1
         else:
             logits = self._forward_window(ids, kv)
+        self.prefill_passes += 1
         src = 0
         for job in group:
             n = job.run.B

@@ -16,6 +16,7 @@ from playground.bench.serve_generate import (
     format_report,
     pass_floor,
 )
+from playground.bench.step_ops import StepOps
 from playground.models.gpt import GPT, GPTConfig
 
 
@@ -34,14 +35,18 @@ def test_report_prints_ratios_and_checks():
 
 
 def test_engine_only_report_names_the_device_and_prints_both_ratios():
+    ops = {20: StepOps(20, decode_ops=[76, 79, 76], decode_passes=101, prefill_passes=25),
+           1: StepOps(1, decode_ops=[73, 74, 73], decode_passes=95, prefill_passes=5)}
     engine = {"batched": Figures(many=[0.8, 0.9, 1.0], alone=[0.25, 0.25], many_tps=[2400.0], alone_tps=[390.0],
-                                 pass_many=[0.0018, 0.0017, 0.0019], pass_one=[0.0007, 0.0008, 0.0006]),
+                                 pass_many=[0.0018, 0.0017, 0.0019], pass_one=[0.0007, 0.0008, 0.0006], ops=ops),
               "unbatched": Figures(many=[4.0, 7.0], alone=[0.26], many_tps=[300.0], alone_tps=[380.0])}
     text = format_engine(engine, 20, 3, 100, "cuda")
     assert "on cuda" in text and "no app" in text
     assert "p95 / one user alone: 3.96x" in text  # p95 of 0.8, 0.9, 1.0 (inclusive) 0.99 over 0.25
     assert "throughput batched / unbatched: 8.00x" in text  # 2400 over 300 tok/s
     assert "20 rows / one row (medians, interleaved): 1.80 ms / 0.70 ms = 2.57x" in text
+    assert "views excluded (on a GPU about one launch each), 20 users / one user: 76 / 73" in text  # the medians
+    assert "20 users together / one user: 101 decode + 25 prefill / 95 decode + 5 prefill" in text
 
 
 def test_pass_floor_times_both_passes_on_a_real_model():

@@ -299,3 +299,39 @@ def test_a_wide_prefill_runs_on_the_helper_and_changes_no_token(gpt_bundle, monk
         _same(a, b)
     assert batcher.wide_prefills > 0 and batcher.wide_threads == process_default()
     assert batcher.worker_threads == batching.DECODE_THREADS
+
+
+def test_the_op_counter_counts_what_computes_and_skips_views():
+    """The bench's launch count (`step_ops.OpCounter`) on ops whose count is known: a matrix
+    product and an addition are two; a view, a transpose and a slice launch nothing."""
+    from playground.bench.step_ops import OpCounter
+
+    a, b = torch.randn(3, 4), torch.randn(4, 5)
+    with OpCounter() as counter:
+        c = a @ b + 1.0
+        c.view(-1), c.t(), c[:, 1:]
+    assert counter.ops == 2
+
+
+def test_a_decode_step_dispatches_no_more_ops_for_eight_users_than_for_one(gpt_bundle):
+    """What batching buys where a step is bound by kernel launches (a GPU), checked on the CPU:
+    a step that only decodes and draws dispatches the same torch ops for eight users with the
+    same settings as for one (plus the key mask and the logits' concatenation, a few ops in
+    all), never an op per user. (A 64-position model: no window jumps in 30 tokens, so every
+    step after the users joined is a decode-only one.)"""
+    from playground.bench.step_ops import count_step_ops
+
+    tok = gpt_bundle.tokenizer
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=tok.get_vocab_size(), block_size=64, n_layer=2, n_head=2, d_model=32)).eval()
+    shared = SamplingConfig(temperature=0.8, top_k=5)
+    prompts = ["the", "fox", "over the lazy", "dog. THE", "quick brown", "a", "jumps over", "lazy"]
+    reqs = [{"prompt_ids": tok.encode(p).ids, "max_new_tokens": 30, "sampling": shared, "seed": i}
+            for i, p in enumerate(prompts)]
+    one, eight = count_step_ops(model, tok, reqs[:1]), count_step_ops(model, tok, reqs)
+    assert (one.decode_passes, one.prefill_passes, len(one.decode_ops)) == (29, 1, 29)  # 30 tokens: 1 prefill, 29 decodes
+    assert len(eight.decode_ops) >= 20 and 1 <= eight.prefill_passes <= 8
+    assert one.median_ops > 30  # the decode pass of a 2-layer GPT and its draw: dozens of ops
+    assert eight.median_ops <= one.median_ops + 4
+    moves = 2 * 2 * 2  # a step where a user left moves the rows behind it: select + copy per key/value buffer
+    assert max(eight.decode_ops) <= max(one.decode_ops) + 4 + moves
