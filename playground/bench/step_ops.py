@@ -22,15 +22,14 @@ from typing import Any
 
 from tokenizers import Tokenizer
 from torch import nn
-from torch.utils._python_dispatch import (
-    TorchDispatchMode,  # the hook torch's own FlopCounterMode is built on
-)
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from playground.generation.batching import GPTBatcher, stream_batched
 
 
 class OpCounter(TorchDispatchMode):
-    """Counts the aten ops dispatched inside it on this thread, views excluded."""
+    """Counts the aten ops dispatched inside it on this thread, views excluded (a dispatch mode:
+    the hook torch's own FlopCounterMode is built on)."""
 
     def __init__(self) -> None:
         super().__init__()
