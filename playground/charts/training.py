@@ -5,12 +5,37 @@ serve one live run and an overlay of several runs.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import altair as alt
 import pandas as pd
 
 from playground.charts.layout import HALF, TRAIN, fit_width
 
 HEIGHT = 240
+FEW_STEPS = 20  # a step axis spanning fewer steps than this ticks every step
+SPREAD = 0.05  # a one-value axis spans the value +- this share of it (+-1 for 0)
+
+
+def _scale(values: pd.Series, least: float = 0.0, **kwargs: Any) -> alt.Scale:
+    """A scale for `values`; when they are all one value (a live chart's first point) the axis
+    spans a little around it (at least +-`least`), else vega draws a zero-width domain with a
+    tick such as 4.230672."""
+    low, high = values.min(), values.max()
+    if low != high or pd.isna(low):
+        return alt.Scale(**kwargs)
+    pad = max(abs(float(low)) * SPREAD, least) or 1.0
+    if kwargs.get("type") == "log":
+        return alt.Scale(domain=[float(low) / (1 + SPREAD), float(low) * (1 + SPREAD)], **kwargs)
+    return alt.Scale(domain=[float(low) - pad, float(low) + pad], **kwargs)
+
+
+def _steps(values: pd.Series) -> alt.X:
+    """The step axis (a lone step spans one step each way). Over a few steps, one tick a step:
+    vega would put ticks between whole steps (1, 1.2, 1.4, ...)."""
+    span = float(values.max() - values.min()) or 2.0  # the lone step: one each way
+    axis = alt.Axis(tickCount=int(span)) if span < FEW_STEPS else alt.Axis()
+    return alt.X("step:Q", title="step", scale=_scale(values, least=1.0), axis=axis)
 
 
 def _empty(title: str, width: int = TRAIN) -> alt.Chart:
@@ -26,16 +51,17 @@ def loss_chart(curves: pd.DataFrame, title: str = "Loss") -> alt.Chart:
         return _empty(title)
     multi = "run" in curves and curves["run"].nunique() > 1
     color = alt.Color("run:N" if multi else "split:N", title=None, legend=alt.Legend(orient="top"))
-    enc = dict(
-        x=alt.X("step:Q", title="step"),
-        y=alt.Y("loss:Q", title="cross-entropy", scale=alt.Scale(zero=False)),
-        color=color,
-        tooltip=[c for c in ("run", "split", "step", alt.Tooltip("loss:Q", format=".4f")) if not isinstance(c, str) or c in curves],
-    )
+    enc = {
+        "x": _steps(curves["step"]),
+        "y": alt.Y("loss:Q", title="cross-entropy", scale=_scale(curves["loss"], zero=False)),
+        "color": color,
+        "tooltip": [c for c in ("run", "split", "step", alt.Tooltip("loss:Q", format=".4f")) if not isinstance(c, str) or c in curves],
+    }
     if multi:
         enc["strokeDash"] = alt.StrokeDash("split:N", title=None)
     base = alt.Chart(curves).encode(**enc)
-    lines = base.mark_line()
+    series = [c for c in ("run", "split") if c in curves]
+    lines = base.mark_line(point=bool(curves.groupby(series).size().min() < 2))  # a lone point draws no line
     points = base.transform_filter(alt.datum.split == "val").mark_point(filled=True, size=40)
     # The description is read aloud by screen readers (vega sets it as the chart's aria-label).
     about = f"{title}: steps {int(curves['step'].min())} to {int(curves['step'].max())}"
@@ -48,9 +74,9 @@ def metric_chart(points: pd.DataFrame, y: str, title: str, y_title: str | None =
     `width` px in all."""
     if points.empty or y not in points:
         return _empty(title, width)
-    scale = alt.Scale(type="log") if log else alt.Scale(zero=False)
-    enc = dict(x=alt.X("step:Q", title="step"), y=alt.Y(f"{y}:Q", title=y_title or y, scale=scale),
-               tooltip=[c for c in ("run", "step") if c in points] + [alt.Tooltip(f"{y}:Q", format=fmt)])
+    scale = _scale(points[y], type="log") if log else _scale(points[y], zero=False)
+    enc = {"x": _steps(points["step"]), "y": alt.Y(f"{y}:Q", title=y_title or y, scale=scale),
+               "tooltip": [c for c in ("run", "step") if c in points] + [alt.Tooltip(f"{y}:Q", format=fmt)]}
     if "run" in points and points["run"].nunique() > 1:
         enc["color"] = alt.Color("run:N", title=None, legend=alt.Legend(orient="top"))
     return fit_width(alt.Chart(points).mark_line(point=len(points) < 60).encode(**enc).properties(

@@ -2,8 +2,15 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
-from playground.charts.training import bottleneck_chart, confusion_chart, loss_chart, lr_chart, throughput_chart
+from playground.charts.training import (
+    bottleneck_chart,
+    confusion_chart,
+    loss_chart,
+    lr_chart,
+    throughput_chart,
+)
 from playground.training.engine import run_training
 from playground.training.runs import bucket_table, loss_curves, run_rows, runs_table
 from tests.training.conftest import tiny_preset
@@ -53,3 +60,32 @@ def test_run_tables_from_the_workspace(workspace, corpus_file):
     buckets = bucket_table(workspace, ["g", "s"])
     assert set(buckets["run"]) == {"s"} and buckets["n"].sum() == 30  # every val pair in one bucket
     assert list(buckets["length"]) == sorted(buckets["length"])
+
+
+def test_a_first_point_gets_an_axis_around_it_and_a_mark():
+    """A live chart's first point: each axis spans its value +- 5% (vega would draw a zero-width
+    domain ticked 4.230672), the step axis at least one step each way; the lone train loss is
+    drawn as a point."""
+    first = pd.DataFrame({"step": [1], "split": ["train"], "loss": [4.230672]})
+    spec = loss_chart(first).to_dict()
+    line = spec["layer"][0]
+    assert line["encoding"]["y"]["scale"]["domain"] == pytest.approx([4.230672 * 0.95, 4.230672 * 1.05])
+    assert line["encoding"]["x"]["scale"]["domain"] == [0.0, 2.0]  # whole steps: at least one each way
+    assert line["encoding"]["x"]["axis"] == {"tickCount": 2}  # ticks 0, 1, 2
+    assert line["mark"]["point"] is True
+    lr = lr_chart(pd.DataFrame({"step": [1], "lr": [0.0]})).to_dict()
+    assert lr["encoding"]["y"]["scale"]["domain"] == [-1.0, 1.0]  # a zero: +-1
+
+
+def test_more_points_keep_vegas_own_domains():
+    curves = pd.DataFrame({"step": [1, 2, 2], "split": ["train", "train", "val"], "loss": [3.0, 2.5, 2.6]})
+    line = loss_chart(curves).to_dict()["layer"][0]
+    assert "domain" not in line["encoding"]["y"]["scale"] and "domain" not in line["encoding"].get("x", {}).get("scale", {})
+    assert line["mark"]["point"] is True  # val has one point so far
+    assert line["encoding"]["x"]["axis"] == {"tickCount": 1}  # steps 1 to 2: ticks 1, 2
+    longer = pd.concat([curves, curves.assign(step=curves["step"] + 2)])
+    assert loss_chart(longer).to_dict()["layer"][0]["mark"]["point"] is False
+    steps = pd.DataFrame({"step": [1, 2], "throughput": [100.0, 120.0]})
+    assert "domain" not in throughput_chart(steps).to_dict()["encoding"]["y"]["scale"]
+    many = pd.DataFrame({"step": [10, 500], "throughput": [100.0, 120.0]})
+    assert throughput_chart(many).to_dict()["encoding"]["x"]["axis"] == {}  # vega's own ticks
