@@ -31,6 +31,19 @@ from playground.ui.tables import Table
 from playground.ui.updates import Updates
 from playground.workspace import Workspace
 
+# Explain's click, in the browser: the summary line says the analysis started, and when that line
+# (where the progress bar and the results show) is low in the window, as it is under the
+# controls on a laptop, the page scrolls it up to just under the Explain and Stop buttons
+# (gradio's scroll_to_output does not scroll in this version of its frontend).
+EXPLAIN_JS = """() => {
+  const summary = document.getElementById('analyze-summary');
+  if (summary && summary.getBoundingClientRect().top > window.innerHeight * 0.6) {
+    const top = summary.getBoundingClientRect().top + window.scrollY - 90;  // Explain and Stop stay in view
+    window.scrollTo({top: top, behavior: 'smooth'});
+  }
+  return 'Explaining… (the progress bar below shows how far)';
+}"""
+
 PUBLISHED = """Jain & Wallace (2019), Table 2, BiLSTM + additive attention: mean Kendall τ (share of
 instances with p ≤ 0.05). Gradients and leave-one-out agree with each other more than either agrees with attention.
 
@@ -350,8 +363,7 @@ def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, abou
                             ig_steps, ig_auto, handoff, progress, max_ig_steps=ctx.settings.caps.max_ig_steps,
                             caps=ctx.settings.caps, float64=bool(f64))
 
-    event = run_btn.click(None, None, [summary], js="() => 'Explaining… (the progress bar below shows how far)'",
-                          queue=False, show_progress="hidden").then(
+    event = run_btn.click(None, None, [summary], js=EXPLAIN_JS, queue=False, show_progress="hidden").then(
         ctx.per_user(_run), [ctx.user, checkpoint, text, image, sample, position, target, methods, layer, head, ig_steps, ig_auto, handoff,
                              float64],
         shown, api_name="analyze", **ctx.analysis())
