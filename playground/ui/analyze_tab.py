@@ -37,9 +37,9 @@ from playground.workspace import Workspace
 # (gradio's scroll_to_output does not scroll in this version of its frontend).
 EXPLAIN_JS = """() => {
   const summary = document.getElementById('analyze-summary');
-  if (summary && summary.getBoundingClientRect().top > window.innerHeight * 0.6) {
-    const top = summary.getBoundingClientRect().top + window.scrollY - 90;  // Explain and Stop stay in view
-    window.scrollTo({top: top, behavior: 'smooth'});
+  const top = summary ? summary.getBoundingClientRect().top : 0;
+  if (top > window.innerHeight * 0.6) {
+    window.scrollTo({top: top + window.scrollY - 90, behavior: 'smooth'});  // Explain and Stop stay in view
   }
   return 'Explaining… (the progress bar below shows how far)';
 }"""
