@@ -25,8 +25,8 @@ import re
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,10 +70,17 @@ class Entry:
 
 
 class Workspace:
-    """Lists, saves and loads workspace entries under one root directory."""
+    """Lists, saves and loads workspace entries under one root directory.
 
-    def __init__(self, root: str | Path) -> None:
+    `shelves` are read-only workspaces (the shipped checkpoints, an instructor's library) whose
+    entries are listed and loaded after this one's own, the way the app's per-user view shows
+    them; writes and deletes reach only this workspace's own root.
+    """
+
+    def __init__(self, root: str | Path, shelves: Sequence[Workspace] = ()) -> None:
         self.root = Path(root)
+        own = self.root.resolve()
+        self.shelves = tuple(ws for ws in shelves if ws.root.resolve() != own)
 
     # -- paths ---------------------------------------------------------------------------
     def dir(self, kind: str) -> Path:
@@ -106,7 +113,18 @@ class Workspace:
 
     # -- listing -------------------------------------------------------------------------
     def list(self, kind: str) -> list[Entry]:
-        """Complete entries of a kind, sorted by name; temp dirs and broken entries are skipped."""
+        """Complete entries of a kind: own ones sorted by name, then each shelf's not shadowed by
+        an own name (origin "library"); temp dirs and broken entries are skipped."""
+        entries = self._own_list(kind)
+        seen = {e.name for e in entries}
+        for shelf in self.shelves:
+            for entry in shelf.list(kind):
+                if entry.name not in seen:
+                    seen.add(entry.name)
+                    entries.append(replace(entry, origin="library"))
+        return entries
+
+    def _own_list(self, kind: str) -> list[Entry]:
         folder = self.dir(kind)
         if not folder.is_dir():
             return []
@@ -128,16 +146,19 @@ class Workspace:
         return [e.name for e in self.list(kind)]
 
     def get(self, kind: str, name: str) -> Entry:
-        """One entry, or NotFoundError listing what there is."""
+        """One entry (own first, then the shelves'), or NotFoundError listing what there is."""
         path = self._resolve(kind, name)
-        if path is None:
-            have = ", ".join(self.names(kind)) or "none yet"
-            raise NotFoundError(f"No {kind[:-1]} named {name!r} in {self.dir(kind).name}/ (have: {have}).")
-        return Entry(kind, validate_name(name), path, _read_json_or_empty(path / META_FILES[kind]))
+        if path is not None:
+            return Entry(kind, validate_name(name), path, _read_json_or_empty(path / META_FILES[kind]))
+        for shelf in self.shelves:
+            if shelf.exists(kind, name):
+                return replace(shelf.get(kind, name), origin="library")
+        have = ", ".join(self.names(kind)) or "none yet"
+        raise NotFoundError(f"No {kind[:-1]} named {name!r} in {self.dir(kind).name}/ (have: {have}).")
 
     def exists(self, kind: str, name: str) -> bool:
-        """Whether a complete entry of that name exists."""
-        return self._resolve(kind, name) is not None
+        """Whether a complete entry of that name exists (own or on a shelf)."""
+        return self._resolve(kind, name) is not None or any(s.exists(kind, name) for s in self.shelves)
 
     def recover(self, kind: str) -> tuple[int, int]:
         """Clean up after killed saves: drop `.tmp-*`/`.trash-*` folders, put back an orphaned
@@ -207,7 +228,11 @@ class Workspace:
         return Tokenizer.from_file(str(entry.path / "tokenizer.json"))
 
     def delete(self, kind: str, name: str) -> None:
-        """Remove an entry (renamed away first, so a crash never leaves half an entry)."""
+        """Remove an own entry (renamed away first, so a crash never leaves half an entry);
+        a shelf's entry is read-only."""
+        if self._resolve(kind, name) is None and self.exists(kind, name):
+            raise PlaygroundError(f"{name!r} is a read-only {kind[:-1]} of the library (shipped or the instructor's); "
+                                  "it cannot be deleted from here.")
         path = self.get(kind, name).path
         if path.name != validate_name(name):  # mid-replace: wait for the replace to land
             raise PlaygroundError(f"{name!r} is being replaced right now; try again in a moment.")

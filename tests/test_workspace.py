@@ -96,3 +96,33 @@ def test_saved_entries_get_the_usual_folder_mode(workspace: Workspace):
     mask = os.umask(0)
     os.umask(mask)
     assert stat.S_IMODE(entry.path.stat().st_mode) == 0o777 & ~mask
+
+
+def test_a_shelf_is_listed_and_loaded_after_own_entries_and_is_read_only(tmp_path):
+    shelf = Workspace(tmp_path / "shelf")
+    shelf.save_tokenizer("shipped", "{}", {"vocab_size": 3})
+    shelf.save_tokenizer("both", "{}", {"vocab_size": 1})
+    ws = Workspace(tmp_path / "own", shelves=[shelf])
+    ws.save_tokenizer("both", "{}", {"vocab_size": 2})
+    ws.save_tokenizer("mine", "{}", {})
+
+    assert [(e.name, e.origin) for e in ws.list("tokenizers")] == [("both", "own"), ("mine", "own"), ("shipped", "library")]
+    assert ws.get("tokenizers", "both").meta["vocab_size"] == 2  # an own name shadows the shelf's
+    assert ws.get("tokenizers", "shipped").path.parent == shelf.dir("tokenizers")
+    with pytest.raises(PlaygroundError, match="read-only"):
+        ws.delete("tokenizers", "shipped")
+    assert shelf.exists("tokenizers", "shipped")
+    ws.delete("tokenizers", "both")  # the own copy goes; the shelf's shows through again
+    assert ws.get("tokenizers", "both").meta["vocab_size"] == 1 and shelf.exists("tokenizers", "both")
+
+
+def test_the_cli_workspace_keeps_the_shipped_checkpoints_visible(tmp_path, capsys):
+    from playground.__main__ import main
+
+    assert main(["--workspace", str(tmp_path), "list", "--json"]) == 0
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    assert rows["gpt-python-docs-char"]["origin"] == "library"
+    assert main(["--workspace", str(tmp_path), "generate", "gpt-python-docs-char", "--prompt", "def ",
+                 "--max-new-tokens", "5", "--temperature", "0"]) == 0
+    assert capsys.readouterr().out.startswith("def ")
+    assert not (tmp_path / "models").exists()  # nothing was copied into the user's workspace

@@ -9,8 +9,10 @@ from playground.workspace import Workspace
 
 
 def workspace_from(args: argparse.Namespace) -> Workspace:
-    """The workspace named by the global --workspace flag (default: the repo's checkpoints/)."""
-    return Workspace(make_settings(getattr(args, "workspace", None)).workspace)
+    """The workspace named by the global --workspace flag (default: the repo's checkpoints/), with
+    the shipped checkpoints as a read-only shelf behind it, as the app shows them."""
+    settings = make_settings(getattr(args, "workspace", None))
+    return Workspace(settings.workspace, shelves=[Workspace(p) for p in settings.library])
 
 
 def register_modules(subparsers: argparse._SubParsersAction, package: str, names: tuple[str, ...]) -> None:

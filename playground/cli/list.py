@@ -19,10 +19,15 @@ def describe(entry: Entry) -> dict[str, object]:
     meta = entry.meta
     if entry.kind == "tokenizers":
         return {"name": entry.name, "kind": "tokenizer", "vocab_size": meta.get("vocab_size"),
-                "model": meta.get("model", meta.get("kind")), "corpus": _short(meta.get("corpus"))}
+                "model": meta.get("model", meta.get("kind")), "corpus": _short(meta.get("corpus")), **_origin(entry)}
     metrics = meta.get("metrics") or {}
     return {"name": entry.name, "kind": "model", "family": meta.get("family"), "preset": meta.get("preset"),
-            "step": meta.get("step"), **{k: metrics[k] for k in list(metrics)[:3]}}
+            "step": meta.get("step"), **{k: metrics[k] for k in list(metrics)[:3]}, **_origin(entry)}
+
+
+def _origin(entry: Entry) -> dict[str, object]:
+    """`origin=library` for a read-only shelf's entry (the shipped checkpoints); nothing for own ones."""
+    return {} if entry.origin == "own" else {"origin": entry.origin}
 
 
 def _short(value: object) -> object:
