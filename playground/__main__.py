@@ -14,16 +14,27 @@ from playground.errors import PlaygroundError
 SUBCOMMANDS = ("tokenizer", "train", "generate", "analyze", "bench", "list", "export", "lesson", "reproduce", "heads", "positions", "coverage")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The CLI's parser; given a known `command`, only that subcommand's module is imported (each
+    pulls in its own libraries: torch, pandas, altair, httpx), else all of them (for --help)."""
     parser = argparse.ArgumentParser(prog="python -m playground", description="Transformer Playground from the command line.")
     parser.add_argument("--workspace", default=None, help="workspace folder (default: the repo's checkpoints/)")
     sub = parser.add_subparsers(dest="command", metavar="{" + ",".join(SUBCOMMANDS) + "}")
-    register_modules(sub, "playground.cli", SUBCOMMANDS)
+    register_modules(sub, "playground.cli", (command,) if command in SUBCOMMANDS else SUBCOMMANDS)
     return parser
 
 
+def command_of(argv: list[str]) -> str | None:
+    """The subcommand named in `argv` (after the global options), or None."""
+    globals_only = argparse.ArgumentParser(add_help=False)
+    globals_only.add_argument("--workspace")
+    _, rest = globals_only.parse_known_args(argv)
+    return rest[0] if rest and not rest[0].startswith("-") else None
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(command_of(argv))
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
