@@ -12,9 +12,11 @@ random windows). `--nanogpt PATH` uses the `model.py` of a nanoGPT checkout inst
 GPTConfig and configure_optimizers), driven by the same loop.
 
 Ours is the real engine (`playground.training.engine`) on the preset. Both are evaluated every
-100 steps on the same 20 fixed validation batches (12 windows of 64 characters from the last
-10% of the text: the windows `nanogpt-cpu-tiny` evaluates on), so "val <= 1.88" means the same
-thing for both. Each contender is timed over its training steps only (batches, forward,
+100 steps on the whole validation split (the last 10% of the text, 111,540 characters): every
+character of it is predicted once, from consecutive windows of 64 (a last, shorter window takes
+the remainder), so "val <= 1.88" means the same thing for both and is no lucky draw of batches.
+(`--eval-iters N` evaluates on N fixed random batches instead, as nanoGPT's train.py estimates;
+the earlier default of 20 such batches read 1.8667 where the whole split reads 1.9005.) Each contender is timed over its training steps only (batches, forward,
 backward, clipping, optimizer); the evaluations are not timed. The two run interleaved, 100
 steps at a time, the first of each round alternating, so a busy machine slows both alike while
 both run. Once one is there the other runs on alone under whatever load the machine has then, so
@@ -50,7 +52,7 @@ THRESHOLD = 1.88
 RECIPE = {"n_layer": 4, "n_head": 4, "n_embd": 128, "block_size": 64, "batch_size": 12, "lr": 1e-3,
           "min_lr": 1e-4, "warmup": 100, "max_iters": 2000, "betas": (0.9, 0.99), "weight_decay": 0.1,
           "grad_clip": 1.0, "seed": 1337, "dropout": 0.0, "compile": False, "log_interval": 1,
-          "threshold": THRESHOLD, "eval_interval": 100, "eval_iters": 20, "preset": "nanogpt-cpu-fast",
+          "threshold": THRESHOLD, "eval_interval": 100, "eval_iters": 0, "preset": "nanogpt-cpu-fast",
           "name": "nanoGPT CPU recipe", "device": "cpu"}
 # config/train_shakespeare_char.py on a GPU: train.py's defaults (bf16, compile, fused AdamW, bias off)
 GPU_RECIPE = {**RECIPE, "n_layer": 6, "n_head": 6, "n_embd": 384, "block_size": 256, "batch_size": 64,
@@ -75,13 +77,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--eval-interval", type=int, default=None,
                         help="steps between evaluations (default: the recipe's, 100 or 250)")
     parser.add_argument("--eval-iters", type=int, default=None,
-                        help="fixed validation batches (default: the recipe's, 20 or 200)")
+                        help="fixed random validation batches; 0 = the whole validation split "
+                             "(default: the recipe's, 0 = whole split or nanoGPT's 200 batches)")
     parser.add_argument("--no-compile", action="store_true", help="gpu recipe: no torch.compile for the peer")
     parser.add_argument("--device", default=None, choices=("cpu", "cuda"),
                         help="where both train (default: the recipe's, cpu or cuda)")
     parser.add_argument("--max-steps", type=int, default=0,
                         help="stop each contender after this many steps (default: the preset's max_steps, and for "
-                             "nanoGPT 3000: past its 2000 iterations at min_lr, as its get_lr does, if not there yet)")
+                             "nanoGPT twice its scheduled iterations (4000 on the CPU recipe): past its 2000 at min_lr, as its get_lr does, if not there yet)")
     parser.add_argument("--nanogpt", default=None, metavar="PATH",
                         help="a nanoGPT checkout: use its model.py as the peer instead of the re-implementation")
     parser.add_argument("--only", choices=("both", "ours", "peer"), default="both",
@@ -286,7 +289,7 @@ def make_peer(prep: Any, windows: list, args: argparse.Namespace, r: dict[str, A
     train_ids = prep.payload.train
     g = torch.Generator().manual_seed(r["seed"])
     T, B = r["block_size"], r["batch_size"]
-    max_steps = args.max_steps or int(1.5 * r["max_iters"])
+    max_steps = args.max_steps or 2 * r["max_iters"]
     state: dict[str, Any] = {"it": 0, "batch": None}
 
     def get_batch():
@@ -320,9 +323,9 @@ def make_peer(prep: Any, windows: list, args: argparse.Namespace, r: dict[str, A
     def evaluate() -> float:
         model.eval()
         with torch.no_grad(), caps.autocast():
-            losses = [model(x.to(device), y.to(device))[1].item() for x, y in windows]
+            losses = [(model(x.to(device), y.to(device))[1].item(), y.numel()) for x, y in windows]
         model.train()
-        return sum(losses) / len(losses)
+        return token_mean(losses)
 
     # nanoGPT's model is our GPT with bias off and exact GELU (tests/bench/test_quality.py): the
     # family's own FLOPs estimate counts it
@@ -369,7 +372,7 @@ def make_ours(args: argparse.Namespace, preset_name: str, peer_prep: Any, peer_w
     if same:
         windows, per_char = peer_windows, 1.0
     else:  # its own fixed windows, loss converted to nats per character
-        windows = fixed_windows(prep.payload, args.eval_iters, r["batch_size"], r["block_size"])
+        windows = eval_windows(prep.payload, args.eval_iters, r["batch_size"], r["block_size"])
         chars = len(prep.tokenizer.decode(val.tolist(), skip_special_tokens=False))
         per_char = len(val) / chars  # tokens per character
     state = {"step": 0, "over": False}
@@ -390,10 +393,10 @@ def make_ours(args: argparse.Namespace, preset_name: str, peer_prep: Any, peer_w
         model = run.model
         model.eval()
         with torch.no_grad(), run.caps.autocast():
-            losses = [F.cross_entropy(model(x.to(args.device)).flatten(0, 1).float(), y.to(args.device).flatten()).item()
-                      for x, y in windows]
+            losses = [(F.cross_entropy(model(x.to(args.device)).flatten(0, 1).float(),
+                                       y.to(args.device).flatten()).item(), y.numel()) for x, y in windows]
         model.train()
-        return sum(losses) / len(losses) * per_char
+        return token_mean(losses) * per_char
 
     def close() -> None:
         gen.close()
@@ -409,6 +412,33 @@ def make_ours(args: argparse.Namespace, preset_name: str, peer_prep: Any, peer_w
                      tokens_per_step=cfg.batch_size * cfg.grad_accum * mc.block_size, flops_per_token=flops)
 
 
+def token_mean(losses: list[tuple[float, int]]) -> float:
+    """The mean loss per predicted token over batches given as (mean loss, tokens)."""
+    return sum(loss * n for loss, n in losses) / sum(n for _, n in losses)
+
+
+def split_windows(val: Any, block: int, windows_per_batch: int = 256) -> list:
+    """The whole validation split as (x, y) batches: consecutive windows of `block` tokens, then one
+    shorter window for the remainder, so every token after the first is a target exactly once."""
+    import torch  # function-level, as in the rest of this module: the CLI registers it without torch
+
+    n_targets = len(val) - 1
+    full = n_targets // block
+    starts = torch.arange(full) * block
+    idx = starts[:, None] + torch.arange(block + 1)  # [full, block + 1]
+    chunks = val[idx]
+    out = [(c[:, :-1].contiguous(), c[:, 1:].contiguous()) for c in chunks.split(windows_per_batch)]
+    if n_targets % block:
+        rest = val[full * block:]
+        out.append((rest[None, :-1].contiguous(), rest[None, 1:].contiguous()))
+    return out
+
+
+def eval_windows(payload: Any, n_batches: int, batch_size: int, block: int) -> list:
+    """The evaluation batches: the whole validation split when `n_batches` is 0, else fixed random ones."""
+    return split_windows(payload.val, block) if n_batches == 0 else fixed_windows(payload, n_batches, batch_size, block)
+
+
 def fixed_windows(payload: Any, n_batches: int, batch_size: int, block: int) -> list:
     """`n_batches` fixed (x, y) validation batches of `block` tokens (the engine's own seed)."""
     import torch
@@ -422,6 +452,12 @@ def fixed_windows(payload: Any, n_batches: int, batch_size: int, block: int) -> 
         chunk = payload.val[idx]
         out.append((chunk[:, :-1].contiguous(), chunk[:, 1:].contiguous()))
     return out
+
+
+def _eval_text(n_batches: int, r: dict[str, Any], n_val: int) -> str:
+    if n_batches == 0:
+        return f"the whole validation split ({n_val - 1:,} predicted characters, windows of {r['block_size']})"
+    return f"{n_batches} fixed batches of {r['batch_size']} x {r['block_size']} characters"
 
 
 def _mfu_text(c: Contender, peak: float | None) -> str:
@@ -455,13 +491,12 @@ def run(args: argparse.Namespace) -> int:
     # the character data of nanoGPT's recipes (= nanogpt-cpu-tiny's: Tiny Shakespeare, last 10% held out)
     spec = resolve_run(load_preset("nanogpt-cpu-tiny"), {"data.corpus": "tinyshakespeare", "data.tokenizer": "char"})
     prep = get_family(spec.family).adapter.prepare(spec.data, spec.preset.model, None)
-    windows = fixed_windows(prep.payload, args.eval_iters, r["batch_size"], r["block_size"])
+    windows = eval_windows(prep.payload, args.eval_iters, r["batch_size"], r["block_size"])
     caps = device_caps(args.device)
     peak = device_peak(caps.device, caps.autocast_dtype, caps.tf32)
     where = (torch.cuda.get_device_name() if args.device.startswith("cuda") else f"{torch.get_num_threads()} threads")
     print(f"Tiny Shakespeare, {prep.info['chars']:,} characters, vocab {prep.model_config.vocab_size}; "
-          f"val loss on {args.eval_iters} fixed batches of {r['batch_size']} x {r['block_size']} characters every "
-          f"{args.eval_interval} steps; threshold {args.threshold}; torch {torch.__version__}, {where}")
+          f"val loss on {_eval_text(args.eval_iters, r, len(prep.payload.val))} every {args.eval_interval} steps; threshold {args.threshold}; torch {torch.__version__}, {where}")
 
     contenders: list[Contender] = []
     if args.only in ("both", "peer"):

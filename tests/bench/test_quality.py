@@ -109,3 +109,22 @@ def test_gpu_recipe_races_on_a_cpu_when_shrunk(capsys, monkeypatch):
     assert "nanoGPT GPU recipe (re-implemented), cpu (fp32" in out and "torch.compile" not in out
     assert "ours (nanogpt-shakespeare-char: 1L 2H d32 ctx 16, batch 4" in out
     assert "fixed batches of 4 x 16 characters" in out and "MFU" not in out
+
+
+def test_the_whole_validation_split_is_scored_once_per_character():
+    """The default evaluation predicts every validation character exactly once, and its token-weighted
+    mean equals one cross-entropy over the whole split (an independent computation)."""
+    from playground.bench.quality import split_windows, token_mean
+
+    val = torch.randint(0, 7, (1000,), generator=torch.Generator().manual_seed(0))
+    batches = split_windows(val, 64, windows_per_batch=5)
+    assert torch.equal(torch.cat([y.flatten() for _, y in batches]), val[1:])
+    assert torch.equal(torch.cat([x.flatten() for x, _ in batches]), val[:-1])
+    assert [tuple(x.shape) for x, _ in batches][-2:] == [(5, 64), (1, 999 - 15 * 64)]
+
+    logits = torch.randn(7, 7, generator=torch.Generator().manual_seed(1))  # a bigram "model"
+    losses = [(torch.nn.functional.cross_entropy(logits[x].flatten(0, 1), y.flatten()).item(), y.numel())
+              for x, y in batches]
+    whole = torch.nn.functional.cross_entropy(logits[val[:-1]].double(), val[1:]).item()
+    assert math.isclose(token_mean(losses), whole, rel_tol=1e-6)
+    assert RECIPE["eval_iters"] == 0  # the CPU race is judged on the whole split by default
