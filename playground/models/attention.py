@@ -517,15 +517,18 @@ class MultiHeadAttention(NamedAttention):
         """The kernel choice, all in one place: (explicit, hooked, is_causal).
 
         - explicit (what :func:`attend` computes, weights materialised) when the weights are
-          asked for, recorded or overridden (hooks.py), or dropped in training: the dropout
-          mask comes from the run's generator (SDPA's dropout_p would use the global RNG);
+          asked for, recorded or overridden (hooks.py), or dropped in training with the
+          module's own generator (SDPA's dropout_p draws from the default one; scoped dropout
+          points that at the run's stream and keeps the kernel);
         - else SDPA; plain causal self-attention (no padding, no ALiBi, T == K) passes
           ``is_causal`` on GPUs (flash kernels) and a boolean mask on CPU, where that is
           faster (IS_CAUSAL_DEVICE_TYPES).
         """
         hooked = needs_explicit(self)  # a record/override context is open for this module
-        dropping = self.training and self.attn_drop.p > 0
-        explicit = need_weights or dropping or hooked
+        # dropping weights with the module's own generator needs them materialised; scoped
+        # dropout (models/dropout.py) drops them inside SDPA's kernel instead
+        own_draws = self.training and self.attn_drop.p > 0 and not self.attn_drop.scoped
+        explicit = need_weights or own_draws or hooked
         T = q.shape[2]
         is_causal = (not explicit and self.causal and 1 < T == k.shape[2] and key_mask is None
                      and not self.alibi and not self.window and q.device.type in IS_CAUSAL_DEVICE_TYPES)
@@ -550,7 +553,9 @@ class MultiHeadAttention(NamedAttention):
         attn_mask = mask
         if bias is not None:
             attn_mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=self.scale)
+        drop = self.attn_drop.p if self.training and self.attn_drop.scoped else 0.0
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=drop, is_causal=is_causal,
+                                           scale=self.scale)
         return y, None
 
     # 6. merge heads ---------------------------------------------------------------------

@@ -39,7 +39,7 @@ from playground.config import Preset
 from playground.errors import ConfigError, PlaygroundError, TrainingError
 from playground.families import build_model, get_family
 from playground.limits import check_model_size, is_out_of_memory, too_big_on_oom
-from playground.models.dropout import set_dropout_generator
+from playground.models.dropout import drawing_from, set_dropout_generator
 from playground.models.init import init_weights
 from playground.settings import resolve_device
 from playground.stopping import StopFlag, is_stopped
@@ -197,6 +197,12 @@ def make_optimizer(model: nn.Module, cfg: TrainConfig, caps: DeviceCaps) -> torc
     return torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.beta1)
 
 
+def scoped_dropout(caps: DeviceCaps) -> bool:
+    """Whether a run's dropout draws from the default generator scoped to the run (models/dropout.py):
+    on a GPU (attention dropout inside the fused kernel) and under torch.compile (no graph breaks)."""
+    return caps.device_type == "cuda" or caps.compile
+
+
 @dataclass
 class _Run:
     """Everything one run holds (kept together so checkpointing has one place to look)."""
@@ -313,7 +319,9 @@ def _setup(
         init_weights(model, generators["init"])  # every weight from the run's own generator
         adapter.init_model(model, prep)  # a family's start from pre-trained weights (BERT fine-tuning), else nothing
     model.to(dev)
-    set_dropout_generator(model, generators["dropout"])
+    # scoped dropout where per-module draws cost speed: the fused attention kernels on a GPU and
+    # torch.compile (a Generator argument breaks its graph); the CPU's eager masks stay as they were
+    set_dropout_generator(model, generators["dropout"], scoped=scoped_dropout(caps))
     optimizer = make_optimizer(model, cfg, caps)
     scheduler = make_scheduler(optimizer, cfg, adapter.d_model(prep.model_config))
     rows: list[dict[str, Any]] = []
@@ -475,7 +483,7 @@ def _loop(run: _Run, notes: list[str], stop: StopFlag) -> Iterator[TrainEvent]:
                 count += adapter.count(prep, batch)
                 batch = {k: caps.to_device(v) for k, v in batch.items()}
                 sync = ddp.no_sync() if ddp is not None and m < cfg.grad_accum - 1 else contextlib.nullcontext()
-                with sync:
+                with sync, drawing_from(run.generators["dropout"] if scoped_dropout(caps) else None):
                     with caps.autocast():
                         loss = adapter.loss(run.train_model, batch, cfg.label_smoothing)
                     (loss / cfg.grad_accum).backward()
