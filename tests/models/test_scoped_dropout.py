@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -12,13 +13,14 @@ from playground.models.gpt import GPT, GPTConfig
 from playground.training.device import device_caps
 from playground.training.engine import scoped_dropout
 
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU"))]
 CFG = GPTConfig(vocab_size=17, block_size=16, n_layer=2, n_head=2, d_model=32, dropout=0.2, attn_dropout=0.2)
 
 
-def _model(scoped: bool, seed: int) -> tuple[GPT, torch.Generator]:
+def _model(scoped: bool, seed: int, device: str = "cpu") -> tuple[GPT, torch.Generator]:
     torch.manual_seed(0)  # the same weights for every model of these tests
-    model = GPT(CFG).train()
-    run = torch.Generator().manual_seed(seed)
+    model = GPT(CFG).train().to(device)
+    run = torch.Generator(device=device).manual_seed(seed)
     set_dropout_generator(model, run, scoped=scoped)
     return model, run
 
@@ -26,7 +28,7 @@ def _model(scoped: bool, seed: int) -> tuple[GPT, torch.Generator]:
 def _losses(model: GPT, run: torch.Generator, steps: int, after_each=lambda: None) -> list[float]:
     """`steps` SGD steps on fixed data, each drawing its masks inside `drawing_from(run)`."""
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    x = torch.arange(64).remainder(17).view(4, 16)
+    x = torch.arange(64, device=run.device).remainder(17).view(4, 16)
     out = []
     for _ in range(steps):
         with drawing_from(run):
@@ -70,12 +72,13 @@ def test_scoped_attention_drops_inside_sdpa_with_the_runs_masks():
     assert torch.allclose(y, attn._merge_heads(ref), atol=1e-6)
 
 
-def test_two_runs_in_two_threads_each_get_their_solo_curve():
-    solo = {seed: _losses(*_model(True, seed), steps=6) for seed in (1, 2)}
+@pytest.mark.parametrize("device", DEVICES)
+def test_two_runs_in_two_threads_each_get_their_solo_curve(device):
+    solo = {seed: _losses(*_model(True, seed, device), steps=6) for seed in (1, 2)}
     assert solo[1] != solo[2]  # the masks differ, so the curves do
     turns = threading.Barrier(2)  # every step of one run sits between two of the other's
     got: dict[int, list[float]] = {}
-    models = {seed: _model(True, seed) for seed in (1, 2)}  # built here: torch's init draws from the global RNG
+    models = {seed: _model(True, seed, device) for seed in (1, 2)}  # built here: torch's init draws from the global RNG
 
     def go(seed: int) -> None:
         got[seed] = _losses(*models[seed], steps=6, after_each=lambda: turns.wait(timeout=120))
