@@ -81,9 +81,9 @@ def resolve(source: str, *, vocab: int, d_model: int, n_head: int, n_layer: int,
             values = {"vocab_size": vocab, "max_len": block_size, "n_encoder_layers": n_layer,
                       "n_decoder_layers": n_layer, "n_head": n_head, "d_model": d_model, "d_ff": d_ff_, "bias": bias,
                       "ffn": ffn_kind, "norm_placement": placement, "share_embeddings": True}
-            return (family.name, family.config_cls(**values),
-                    f"a custom encoder–decoder ({n_layer} encoder and {n_layer} decoder blocks, cross-attention "
+            what = (f"a custom encoder–decoder ({n_layer} encoder and {n_layer} decoder blocks, cross-attention "
                     "included, one embedding matrix shared by source, target and output)")
+            return family.name, family.config_cls(**values), what
         preset = load_preset(source, allow_paths=False)
         family = get_family(preset.family)
         config = build_model_config(family.config_cls, dict(preset.model), {"vocab_size": vocab})
