@@ -274,14 +274,14 @@ def _setup(
                                   "(train.save_optimizer = false), so it cannot be resumed exactly; "
                                   "start a new run instead.")
         stored = preset_from_sections(state.sections, state.preset_name)
-        spec = resolve_run(stored, overrides)
+        spec = resolve_run(stored, overrides, limits, check_steps=False)  # this server's caps, in its messages
         if spec.preset.model != stored.model or spec.preset.data != stored.data:
             raise ConfigError("A resumed run keeps its model and data; only [train] keys can change "
                               "(e.g. train.max_steps to train longer).")
     else:
         if preset is None:
             raise ConfigError("Give a preset to train (e.g. nanogpt-cpu-tiny).")
-        spec = resolve_run(preset, overrides)
+        spec = resolve_run(preset, overrides, limits, check_steps=False)
     cfg = spec.train
     if max_steps_cap is not None and cfg.max_steps > max_steps_cap:
         notes.append(f"max_steps capped at {max_steps_cap} (was {cfg.max_steps}) on this server.")

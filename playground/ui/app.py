@@ -27,11 +27,11 @@ from playground.ui import (
     tokenizer_tab,
     train_tab,
 )
+from playground.ui.checked_blocks import Blocks
 from playground.ui.context import AppContext, refresh_all, remember_answer, skip_repeats
 from playground.ui.frontend_fix import FrontendFix
 from playground.ui.page_cache import PageCache
 from playground.ui.progress_targets import limit_progress_targets
-from playground.ui.skips import Blocks
 
 TABS = (
     ("tokenizer", "Tokenizer", tokenizer_tab),

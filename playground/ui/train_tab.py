@@ -38,8 +38,9 @@ from playground.limits import cap_hint
 from playground.scratch import download_dir
 from playground.settings import Settings
 from playground.spaces import LiveJobs
-from playground.training.config import TrainConfig, preset_to_toml
+from playground.training.config import TrainConfig, preset_from_sections, preset_to_toml
 from playground.training.runs import run_history
+from playground.training.spec import resolve_run
 from playground.ui.components import Chart
 from playground.ui.context import AppContext, user_errors
 from playground.ui.tables import Table
@@ -533,6 +534,7 @@ def start_training(workspace: Workspace, settings: Settings, preset_name: str | 
     """Start a new run from the TOML shown; yields progress, charts, previews, CSV, run state, version."""
     preset = _parse(toml_text, preset_name or "custom")
     name = validate_name(name or preset.name)
+    check_before_start(settings, preset)
     with _live_run(workspace, settings, jobs, name) as stop:
         if workspace.exists("models", name) and not overwrite:
             raise PlaygroundError(f"A model named {name!r} exists; choose another run name, tick Overwrite, "
@@ -552,9 +554,21 @@ def resume_training(workspace: Workspace, settings: Settings, toml_text: str, na
         overrides = {f"train.{k}": v for k, v in preset.train.items()}
     except PlaygroundError:
         pass
+    if workspace.exists("models", name) and (saved := workspace.get("models", name).meta.get("sections")):
+        check_before_start(settings, preset_from_sections(saved, name), overrides)
     with _live_run(workspace, settings, jobs, name) as stop:
         workspace.check_writable("models", name)
         yield from _run_events(workspace, settings, None, name, True, overrides, version, stop)
+
+
+def check_before_start(settings: Settings, preset: Preset, overrides: dict[str, Any] | None = None) -> None:
+    """What the run would refuse without loading any data (types, ranges, this server's caps),
+    refused here, before a heavy slot or a process is taken, with the limit in force."""
+    spec = resolve_run(preset, overrides, settings.caps, check_steps=False)
+    if spec.train.compile and settings.isolate_jobs and settings.resolved_device == "cpu":
+        raise ConfigError("train.compile = true compiles the model for minutes on this server's CPU before the first "
+                          "step, and a compiled model is not faster on a CPU; set train.compile = false (it pays off "
+                          "on a CUDA GPU).")
 
 
 def _live_run(workspace: Workspace, settings: Settings, jobs: LiveJobs | None,
@@ -812,6 +826,20 @@ def set_field_raw(toml_text: str, key: str, value: Any) -> str:
     return preset_to_toml(preset)
 
 
-__all__ = ["FORM_FIELDS", "build", "compare_runs", "form_updates", "preset_selected", "progress_html",
-           "resume_training", "runs_refresh", "set_field", "start_training", "stop_answer", "stop_status", "tokenizer_choices",
-           "use_upload"]
+__all__ = [
+    "FORM_FIELDS",
+    "build",
+    "check_before_start",
+    "compare_runs",
+    "form_updates",
+    "preset_selected",
+    "progress_html",
+    "resume_training",
+    "runs_refresh",
+    "set_field",
+    "start_training",
+    "stop_answer",
+    "stop_status",
+    "tokenizer_choices",
+    "use_upload",
+]
