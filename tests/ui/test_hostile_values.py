@@ -54,7 +54,8 @@ def _raw(url: str, name: str, args: list[Any]) -> tuple[str, str | None]:
                     data = line.split(":", 1)[1].strip()
                     if event == "complete":
                         return "ok", None
-                    return "error", json.loads(data) if data and data != "null" else None
+                    said = json.loads(data) if data and data != "null" else None
+                    return "error", said.get("error") if isinstance(said, dict) else said
     return "none", None
 
 
