@@ -29,6 +29,17 @@ def _api(client) -> dict[str, Any]:
     return client.view_api(return_format="dict", print_info=False)["named_endpoints"]
 
 
+def _client(url: str):
+    """A gradio_client session whose dropdowns list the models (as a page does on load)."""
+    from gradio_client import Client
+
+    client = Client(url, verbose=False, download_files=False)
+    api = _api(client)
+    for refresh in [a for a in api if a.startswith("/refresh_")]:
+        _call(client, refresh, [None] * len(api[refresh]["parameters"]))
+    return client
+
+
 def _args(api: dict[str, Any], name: str, **given: Any) -> list[Any]:
     """The endpoint's defaults, with `p<i>=value` replacing argument i."""
     args = [p.get("parameter_default") for p in api[name]["parameters"]]
@@ -94,9 +105,7 @@ def test_a_non_finite_seed_names_the_seed_field(app_server, seed):
 
 
 def test_unreadable_values_name_their_field_through_gradio_client(app_server):
-    from gradio_client import Client
-
-    client = Client(app_server.url, verbose=False, download_files=False)
+    client = _client(app_server.url)
     api, root = _api(client), app_server.workspace_root
     for seed in ("abc", [], "1e400"):
         args = _args(api, "/generate_text", p0=DEMO_GPT, p1="def ", p9=5, p10=seed)
@@ -127,9 +136,7 @@ def test_non_finite_numbers_in_lessons_tokenizers_and_experiments(app_server):
 @pytest.mark.parametrize("n_perm", [-5, 0])
 def test_experiment_permutations_must_be_at_least_one(app_server, n_perm):
     """-5 ran 1 permutation and 0 ran 100: both are refused with what to type."""
-    from gradio_client import Client
-
-    client = Client(app_server.url, verbose=False, download_files=False)
+    client = _client(app_server.url)
     args = _args(_api(client), "/experiments_run", p0=DEMO_GPT, p1="permutation", p7=n_perm)
     _refused(_call(client, "/experiments_run", args), app_server.workspace_root, "Permutations per example",
              "at least 1")
