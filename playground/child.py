@@ -52,7 +52,7 @@ def _child_main(conn: Connection, target: str, kwargs: dict[str, Any], stop: Any
     """Child body: run the generator, sending ("event", e) ... then ("done", return value)."""
     try:
         if niceness and hasattr(os, "nice"):
-            os.nice(niceness)
+            os.nice(max(0, niceness - os.nice(0)))  # to `niceness` (a fork server's child starts there already)
         if threads:
             import torch  # function-level: torch takes ~1.5 s to import and tokenizer-build children never need it
 
