@@ -60,6 +60,9 @@ def parse_preset(text: str, name: str = "custom") -> Preset:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"Preset {name!r} is not valid TOML: {exc}.") from exc
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise ConfigError(f"Preset {name!r} nests arrays or tables too deeply to read; a preset's values are "
+                          "numbers, strings, booleans and flat lists.") from None
     unknown = set(raw) - {"family", "description", *SECTIONS}
     if unknown:
         raise ConfigError(

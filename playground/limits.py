@@ -278,8 +278,12 @@ def check_train_config(train: Any, caps: DemoCaps | None = None, check_steps: bo
     check_count(train.warmup_steps, "max_train_steps", caps, "train.warmup_steps", 0)
     check_count(train.decay_steps, "max_train_steps", caps, "train.decay_steps", 0)
     check_seed(train.seed, caps, "train.seed")
+    if getattr(train, "compile", False) and caps is not None and not caps.allow_compile:
+        raise ConfigError("train.compile = true is not available on this server (compiling takes minutes of "
+                          "a shared server's CPU before the first step); set train.compile = false.")
 
 
+_ZERO_MEANS_DEFAULT = ("d_ff", "attn_dim")  # 0 = 4 d_model / the hidden size
 _WIDTH_FIELDS = ("d_model", "hidden", "emb_dim", "d_ff", "attn_dim", "n_layer", "n_layers", "n_encoder_layers",
                  "n_decoder_layers", "n_head", "patch_size", "image_size", "channels", "n_classes", "vocab_size")
 
@@ -305,6 +309,8 @@ def check_model_values(family: str, values: dict[str, Any], caps: DemoCaps | Non
         value = getattr(config, name, None)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
             return  # a bad value: the family config's own check says what is wrong
+        if value == 0 and name in values and name not in _ZERO_MEANS_DEFAULT:
+            raise ConfigError(f"model.{name} must be at least 1, got 0.")
     if getattr(config, "n_head", 1) and getattr(config, "d_model", 0) % max(1, getattr(config, "n_head", 1)):
         return
     if not sizes.is_estimable(config):

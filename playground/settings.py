@@ -51,6 +51,7 @@ class DemoCaps:
     max_prompt_chars: int | None = None  # generate prompts / seq2seq sources and analyze inputs
     max_pretoken_chars: int | None = None  # BPE build: longest "word" the pre-tokenizer leaves (cost ~ length²)
     max_bpe_work: float | None = None  # BPE build: corpus characters x vocabulary size
+    allow_compile: bool = True  # train.compile (minutes of CPU before the first step on a shared server)
 
 
 # Generous but finite: sized for a 24 GiB, few-core server (and what the CLI enforces). The older
@@ -101,6 +102,7 @@ DEMO_CAPS = DemoCaps(
     max_prompt_chars=5000,
     max_pretoken_chars=2000,
     max_bpe_work=2e10,
+    allow_compile=False,
     heavy_slots=1,
     light_slots=3,
     analysis_slots=1,

@@ -13,7 +13,10 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from playground.analysis.experiments.jain_wallace import jw_reference_frame
+from playground.analysis.experiments.jain_wallace import (
+    jw_reference_column,
+    jw_reference_frame,
+)
 from playground.charts.layout import FULL, fit_width
 
 WIDTH, HEIGHT = 460, 240
@@ -53,25 +56,18 @@ def agreement_chart(rows: pd.DataFrame, reference: pd.DataFrame | None = None) -
              .encode(x=x, y=alt.Y("mean(tau):Q"), tooltip=["pair:N", alt.Tooltip("mean(tau):Q", format=".3f"),
                                                                 alt.Tooltip("count(tau):Q", title="examples")]))
     layers = [box, means]
-    if reference is not None and not reference.empty:
-        refs = []
-        for pair in order:
-            a, b = pair[2:-1].split(", ")
-            if b in ("saliency", "ixg", "ig") and a not in ("saliency", "ixg", "ig", "loo"):
-                col = "tau_attn_grad"
-            elif b == "loo" and a not in ("saliency", "ixg", "ig", "loo"):
-                col = "tau_attn_loo"
-            elif {a, b} <= {"saliency", "ixg", "ig", "loo"}:
-                col = "tau_grad_loo"
-            else:
-                continue
-            for _, r in reference.iterrows():
-                refs.append({"pair": pair, "tau": float(r[col]), "dataset": f"J&W BiLSTM {r['dataset']}"})
-        if refs:
-            layers.append(alt.Chart(_data(pd.DataFrame(refs))).mark_tick(color="crimson", thickness=2, size=18)
-                          .encode(x=x, y="tau:Q", tooltip=["dataset:N", alt.Tooltip("tau:Q", format=".2f")]))
-    chart = alt.layer(*layers).properties(title="Kendall τ per example (red ticks: Jain & Wallace's BiLSTM means)",
-                                          height=HEIGHT)
+    refs = []
+    pairs = frame.drop_duplicates("pair")[["pair", "method_a", "method_b"]].itertuples(index=False)
+    for pair, a, b in pairs if reference is not None else ():
+        col = jw_reference_column(a, b)
+        if col is not None:
+            refs += [{"pair": pair, "tau": float(r[col]), "dataset": f"J&W BiLSTM {r['dataset']}"}
+                     for _, r in reference.iterrows()]  # type: ignore[union-attr]
+    if refs:
+        layers.append(alt.Chart(_data(pd.DataFrame(refs))).mark_tick(color="crimson", thickness=2, size=18)
+                      .encode(x=x, y="tau:Q", tooltip=["dataset:N", alt.Tooltip("tau:Q", format=".2f")]))
+    title = "Kendall τ per example" + (" (red ticks: Jain & Wallace's BiLSTM means)" if refs else "")
+    chart = alt.layer(*layers).properties(title=title, height=HEIGHT)
     return fit_width(chart, min(FULL, max(WIDTH, 60 * len(order)) + 80))  # + the τ axis
 
 

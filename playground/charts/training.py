@@ -14,6 +14,8 @@ from playground.charts.layout import HALF, TRAIN, fit_width
 
 HEIGHT = 240
 FEW_STEPS = 20  # a step axis spanning fewer steps than this ticks every step
+AXIS_PX = 80  # what the y axis (labels and title) and padding take of a chart's width
+TICK_PX = 70  # room per step tick: a label of up to six digits and a gap
 SPREAD = 0.05  # a one-value axis spans the value +- this share of it (+-1 for 0)
 
 
@@ -30,11 +32,20 @@ def _scale(values: pd.Series, least: float = 0.0, **kwargs: Any) -> alt.Scale:
     return alt.Scale(domain=[float(low) - pad, float(low) + pad], **kwargs)
 
 
-def _steps(values: pd.Series) -> alt.X:
+def step_ticks(width: int) -> int:
+    """How many step ticks a chart `width` px wide (axes included) has room for: one per
+    TICK_PX of its plot, so labels such as "10,000" never run into each other."""
+    return max(2, (width - AXIS_PX) // TICK_PX)
+
+
+def _steps(values: pd.Series, width: int = TRAIN) -> alt.X:
     """The step axis (a lone step spans one step each way). Over a few steps, one tick a step:
-    vega would put ticks between whole steps (1, 1.2, 1.4, ...)."""
+    vega would put ticks between whole steps (1, 1.2, 1.4, ...); else as many as fit the width
+    (vega's default asks for one per 40 px of the spec's width, more than fit once the y axis
+    takes its share), and labels that would still touch are dropped."""
     span = float(values.max() - values.min()) or 2.0  # the lone step: one each way
-    axis = alt.Axis(tickCount=int(span)) if span < FEW_STEPS else alt.Axis()
+    ticks = min(int(span), step_ticks(width)) if span < FEW_STEPS else step_ticks(width)
+    axis = alt.Axis(tickCount=ticks, labelOverlap=True, labelSeparation=6, labelFlush=True)
     return alt.X("step:Q", title="step", scale=_scale(values, least=1.0), axis=axis)
 
 
@@ -75,7 +86,7 @@ def metric_chart(points: pd.DataFrame, y: str, title: str, y_title: str | None =
     if points.empty or y not in points:
         return _empty(title, width)
     scale = _scale(points[y], type="log") if log else _scale(points[y], zero=False)
-    enc = {"x": _steps(points["step"]), "y": alt.Y(f"{y}:Q", title=y_title or y, scale=scale),
+    enc = {"x": _steps(points["step"], width), "y": alt.Y(f"{y}:Q", title=y_title or y, scale=scale),
                "tooltip": [c for c in ("run", "step") if c in points] + [alt.Tooltip(f"{y}:Q", format=fmt)]}
     if "run" in points and points["run"].nunique() > 1:
         enc["color"] = alt.Color("run:N", title=None, legend=alt.Legend(orient="top"))

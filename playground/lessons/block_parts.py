@@ -34,11 +34,14 @@ from playground.settings import SHIPPED_LIBRARY
 from playground.training.config import build_model_config
 
 CUSTOM = "custom shape (GPT)"
+CUSTOM_ED = "custom shape (encoder–decoder)"
 CHECKPOINT = "checkpoint: "
 TRANSFORMERS = ("gpt", "transformer_seq2seq", "vit")
 LENGTHS = (128, 256, 512, 1024, 2048)  # attention-cost probe; the largest explicit call allocates ~200 MB
 NOTES_BLOCK = 3_150_336  # the notes' one encoder block (d 512, 8 heads, d_ff 2048, no attention biases)
 WALL = {"layers": 12, "heads": 8, "T": 4096, "batch": 32}  # the notes' memory-wall example (fp32)
+VASWANI_BASE = {"vocab_size": 37000, "d_model": 512, "n_head": 8, "n_encoder_layers": 6, "n_decoder_layers": 6,
+                "d_ff": 2048, "ffn": "relu", "bias": True, "norm_placement": "post", "pos_encoding": "sinusoidal"}
 KV_FACTOR = 4  # the KV-cache table decodes 4 x block_size tokens (past it where positions allow)
 
 
@@ -53,7 +56,7 @@ def _sources() -> tuple[str, ...]:
     for config in sorted((SHIPPED_LIBRARY / "models").glob("*/config.json")):
         if json.loads(config.read_text(encoding="utf-8")).get("family") in TRANSFORMERS:
             shipped.append(CHECKPOINT + config.parent.name)
-    return (CUSTOM, *presets, *shipped)
+    return (CUSTOM, CUSTOM_ED, *presets, *shipped)
 
 
 SOURCES = _sources()
@@ -73,6 +76,14 @@ def resolve(source: str, *, vocab: int, d_model: int, n_head: int, n_layer: int,
             values = {"vocab_size": vocab, "block_size": block_size, "n_layer": n_layer, "n_head": n_head,
                       "d_model": d_model, "d_ff": d_ff_, "bias": bias, "ffn": ffn_kind, "norm_placement": placement}
             return "gpt", family.config_cls(**values), "a custom decoder-only shape (tied embeddings)"
+        if source == CUSTOM_ED:
+            family = get_family("transformer_seq2seq")
+            values = {"vocab_size": vocab, "max_len": block_size, "n_encoder_layers": n_layer,
+                      "n_decoder_layers": n_layer, "n_head": n_head, "d_model": d_model, "d_ff": d_ff_, "bias": bias,
+                      "ffn": ffn_kind, "norm_placement": placement, "share_embeddings": True}
+            what = (f"a custom encoder–decoder ({n_layer} encoder and {n_layer} decoder blocks, cross-attention "
+                    "included, one embedding matrix shared by source, target and output)")
+            return family.name, family.config_cls(**values), what
         preset = load_preset(source, allow_paths=False)
         family = get_family(preset.family)
         config = build_model_config(family.config_cls, dict(preset.model), {"vocab_size": vocab})
@@ -103,6 +114,16 @@ def block_table(config: ModelConfig) -> pd.DataFrame:
         ("two norms", 2 * norm(config.norm, d, config.bias)),
     ]
     return pd.DataFrame([{"piece": piece, "parameters": count} for piece, count in rows])
+
+
+def embedding_variants(family: str, config: ModelConfig) -> dict[str, int]:
+    """An encoder–decoder's parameters with one embedding matrix for source, target and output, with
+    a separate source matrix (target tied to the output), and with three separate matrices."""
+    sizes = get_family(family).sizes
+    shared = sizes.count_parameters(dataclasses.replace(config, share_embeddings=True))
+    separate = sizes.count_parameters(dataclasses.replace(config, share_embeddings=False))
+    untied_output = config.vocab_size * config.d_model  # the family always ties output to target
+    return {"shared": shared, "separate_source": separate, "none_shared": separate + untied_output}
 
 
 def flops_by_context(sizes: ModelSizes, config: ModelConfig, lengths: list[int]) -> pd.DataFrame:
@@ -137,6 +158,17 @@ def compute(source: str, vocab: int, d_model: int, n_head: int, n_layer: int, d_
     }
     notes = [(f"Counting {what}: {total:,} parameters in all (the family's own size code, the same the size "
               "limits use).")]
+    if getattr(config, "share_embeddings", False):
+        embeddings = embedding_variants(family, config)
+        numbers["embedding_variants"] = embeddings
+        notes.append(f"Each embedding matrix is {config.vocab_size:,} × {config.d_model:,} = "
+                     f"{config.vocab_size * config.d_model:,} parameters: {embeddings['shared']:,} in all with one "
+                     f"matrix for source, target and output (the paper's choice), {embeddings['separate_source']:,} "
+                     f"with its own source matrix, {embeddings['none_shared']:,} with three separate matrices.")
+        if dataclasses.asdict(config) | VASWANI_BASE == dataclasses.asdict(config):
+            notes.append("This is the paper's base model (Vaswani et al. 2017, EN–DE with a shared vocabulary of "
+                         "about 37,000 tokens), which their Table 3 lists as 65M; the count above has no final norms "
+                         "(post-LN) and sinusoidal positions, which have no parameters.")
     d = config.d_model
     notes.append(f"One block (d {d}, d_ff {d_ff_of(config):,}): {block_total:,} parameters, "
                  f"{block_no_attn_bias:,} without the attention biases; the FFN holds {ffn_share:.1%}.")
@@ -213,7 +245,8 @@ LESSON = Lesson(
               "size limits use the same counts; the run's MFU uses the same FLOPs per token."),
     params=(
         Param("source", "Shape", "choice", CUSTOM, choices=SOURCES,
-              help="A custom decoder-only shape, a transformer preset or a shipped transformer checkpoint."),
+              help=("A custom decoder-only or encoder–decoder shape (layers = blocks per stack), a transformer "
+                    "preset or a shipped transformer checkpoint.")),
         Param("vocab", "Vocabulary size (custom shape and presets)", "int", 50257, minimum=2, maximum=1_000_000, step=1),
         Param("d_model", "d_model", "int", 768, minimum=8, maximum=65536, step=8),
         Param("n_head", "Heads", "int", 12, minimum=1, maximum=512, step=1),
@@ -233,7 +266,7 @@ LESSON = Lesson(
     presets={
         "GPT-2 small (124M)": {"source": CUSTOM, "vocab": 50257, "d_model": 768, "n_head": 12, "n_layer": 12,
                                "d_ff": 0, "block_size": 1024, "bias": True, "ffn": "gelu", "norm_placement": "pre"},
-        "The notes' encoder block (Vaswani base)": {"source": CUSTOM, "vocab": 37000, "d_model": 512, "n_head": 8,
+        "The notes' encoder block (Vaswani base)": {"source": CUSTOM_ED, "vocab": 37000, "d_model": 512, "n_head": 8,
                                                     "n_layer": 6, "d_ff": 2048, "block_size": 512, "bias": True,
                                                     "ffn": "relu", "norm_placement": "post"},
         "GPT-3 (175B)": {"source": CUSTOM, "vocab": 50257, "d_model": 12288, "n_head": 96, "n_layer": 96,

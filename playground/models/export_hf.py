@@ -60,8 +60,10 @@ def check_gpt2_compatible(config: GPTConfig) -> None:
         )
 
 
-def _hf_config(config: GPTConfig, eos_id: int | None) -> Any:
-    from transformers import GPT2Config  # function-level: transformers is optional (an extra) and takes ~3 s to import
+def _hf_config(config: GPTConfig, ids: dict[str, int | None]) -> Any:
+    from transformers import (
+        GPT2Config,  # function-level: transformers is optional (an extra) and takes ~3 s to import
+    )
 
     return GPT2Config(
         vocab_size=config.vocab_size, n_positions=config.block_size, n_embd=config.d_model,
@@ -69,7 +71,7 @@ def _hf_config(config: GPTConfig, eos_id: int | None) -> Any:
         activation_function=HF_ACTIVATION[config.ffn], resid_pdrop=config.dropout,
         embd_pdrop=config.emb_dropout, attn_pdrop=config.attn_dropout, layer_norm_epsilon=1e-5,
         scale_attn_weights=True, tie_word_embeddings=True,  # attn_scale off: folded into the queries
-        bos_token_id=eos_id, eos_token_id=eos_id,
+        bos_token_id=ids.get("bos_token"), eos_token_id=ids.get("eos_token"), pad_token_id=ids.get("pad_token"),
     )
 
 
@@ -111,14 +113,21 @@ def gpt2_state_dict(model: GPT) -> dict[str, Tensor]:
     return {k: v.detach().float().cpu().contiguous() for k, v in sd.items()}
 
 
-def _eos_id(tokenizer: Tokenizer | None) -> tuple[int | None, str | None]:
+def special_tokens(tokenizer: Tokenizer | None) -> dict[str, str]:
+    """The special tokens a loader (transformers, inseq) reads from tokenizer_config.json: the
+    end-of-text token as eos and bos (GPT-2's convention), the unknown token, a padding token.
+    A tokenizer without an end-of-text token (a character tokenizer has only <unk>) gets its
+    unknown token in those roles: a declared token that is in the vocabulary, never a new id."""
     if tokenizer is None:
-        return None, None
-    for tok in EOS_CANDIDATES:
-        idx = tokenizer.token_to_id(tok)
-        if idx is not None:
-            return idx, tok
-    return None, None
+        return {}
+    spec = json.loads(tokenizer.to_str())
+    unk = (spec.get("model") or {}).get("unk_token")
+    unk = unk if unk is not None and tokenizer.token_to_id(unk) is not None else None
+    eos = next((t for t in EOS_CANDIDATES if tokenizer.token_to_id(t) is not None), None)
+    pad = "<pad>" if tokenizer.token_to_id("<pad>") is not None else None
+    first = eos or unk
+    out = {"unk_token": unk or first, "eos_token": first, "bos_token": first, "pad_token": pad or first}
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def export_hf_gpt2(model: nn.Module, config: GPTConfig, out_dir: str | Path, tokenizer: Tokenizer | None = None) -> Path:
@@ -133,8 +142,9 @@ def export_hf_gpt2(model: nn.Module, config: GPTConfig, out_dir: str | Path, tok
     except ImportError as exc:  # pragma: no cover - transformers comes with the test and bench extras
         raise PlaygroundError("Exporting needs the `transformers` package: pip install transformers.") from exc
 
-    eos_id, eos_token = _eos_id(tokenizer)
-    hf = GPT2LMHeadModel(_hf_config(config, eos_id))
+    specials = special_tokens(tokenizer)
+    ids = {role: tokenizer.token_to_id(token) for role, token in specials.items()} if tokenizer is not None else {}
+    hf = GPT2LMHeadModel(_hf_config(config, ids))
     missing, unexpected = hf.load_state_dict(gpt2_state_dict(model), strict=False)
     missing = [k for k in missing if not k.endswith((".attn.bias", ".attn.masked_bias"))]
     if missing or unexpected:  # a transformers version with other names
@@ -147,7 +157,6 @@ def export_hf_gpt2(model: nn.Module, config: GPTConfig, out_dir: str | Path, tok
         (out / "tokenizer.json").write_text(tokenizer.to_str(), encoding="utf-8")
         tok_config: dict[str, Any] = {"tokenizer_class": "PreTrainedTokenizerFast",
                                       "model_max_length": config.block_size}
-        if eos_token is not None:
-            tok_config |= {"eos_token": eos_token, "bos_token": eos_token}
+        tok_config |= specials
         (out / "tokenizer_config.json").write_text(json.dumps(tok_config, indent=2), encoding="utf-8")
     return out

@@ -16,17 +16,25 @@ unseen character or word encodes as ``<unk>`` instead of failing; detect them be
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 
 from playground.errors import DataError
 
-__all__ = ["SEQ2SEQ_SPECIALS", "UNK", "build_char_tokenizer", "build_word_tokenizer",
-           "unknown_chars", "unknown_words", "special_ids"]
+__all__ = [
+    "SEQ2SEQ_SPECIALS",
+    "UNK",
+    "build_char_tokenizer",
+    "build_word_tokenizer",
+    "special_ids",
+    "unknown_chars",
+    "unknown_words",
+]
 
 SEQ2SEQ_SPECIALS: list[str] = ["<pad>", "<bos>", "<eos>", "<unk>"]
 UNK = "<unk>"
+CHAR_PATTERN = r"[\s\S]"  # the char tokenizer's pre-tokenizer: every code point is a piece
 _ID_KEYS = {"<pad>": "pad_id", "<bos>": "bos_id", "<eos>": "eos_id", "<unk>": "unk_id"}
 
 
@@ -62,7 +70,7 @@ def build_char_tokenizer(texts: Iterable[str], special_tokens: list[str] | None 
     if not chars:
         raise DataError("no characters to build a tokenizer from: the text is empty")
     tok = _build(chars, specials)
-    tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex(CHAR_PATTERN), behavior="isolated")
     tok.decoder = decoders.Fuse()
     return tok
 

@@ -9,7 +9,10 @@ Besides model.safetensors / config.json / tokenizer.json / metrics.csv a trainin
 - `train_state.json`: the optimizer's param groups and non-tensor state, the scheduler's
   state_dict, the step and the preset sections the run was resolved from.
 
-Both are written inside the same atomic bundle write (temp dir + rename), so a crash mid-write
+- `train_log.csv`: one row per step event (step, train_loss, lr, grad_norm, throughput), the
+  curve the Train tab drew live, so a resumed run's chart continues it from its first step.
+
+All are written inside the same atomic bundle write (temp dir + rename), so a crash mid-write
 leaves the previous checkpoint whole. With train.save_optimizer = false they are left out
 (smaller demo bundles); such a bundle cannot be resumed exactly and resume says so.
 """
@@ -26,12 +29,14 @@ import torch
 from safetensors.torch import load_file, save_file
 from tokenizers import Tokenizer
 
-from playground.bundle import read_metrics_csv, save_bundle
+from playground.bundle import read_metrics_csv, save_bundle, write_metrics_csv
 from playground.errors import NotFoundError, PlaygroundError
 from playground.workspace import Workspace, write_json
 
 STATE_TENSORS = "train_state.safetensors"
 STATE_JSON = "train_state.json"
+TRAIN_LOG = "train_log.csv"
+LOG_COLUMNS = ["step", "train_loss", "lr", "grad_norm", "throughput"]
 
 
 def optimizer_state_to_files(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
@@ -97,6 +102,7 @@ class ResumeState:
     step: int
     rows: list[dict[str, Any]]
     tokenizer: Tokenizer | None
+    log: list[dict[str, Any]] = field(default_factory=list)  # train_log.csv (empty for older bundles)
     tensors: dict[str, torch.Tensor] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
     elapsed_s: float = 0.0
@@ -126,13 +132,17 @@ def save_checkpoint(
     scheduler: Any | None,
     run_info: dict[str, Any],
     generators: dict[str, torch.Generator] | None = None,
+    log: list[dict[str, Any]] | None = None,
 ) -> Path:
     """Write the bundle `name` atomically (weights, config, tokenizer, metrics, train state).
 
-    `generators`: the run's random streams, saved as `rng.<name>` (resumed by the engine).
+    `generators`: the run's random streams, saved as `rng.<name>` (resumed by the engine);
+    `log`: the run's step events as TRAIN_LOG rows.
     """
 
     def write_extra(tmp: Path) -> None:
+        if log is not None:
+            write_metrics_csv(tmp / TRAIN_LOG, [{k: row.get(k) for k in LOG_COLUMNS} for row in log])
         if optimizer is None:  # train.save_optimizer = false: a lighter, non-resumable bundle
             return
         meta: dict[str, Any] = {"step": step, "sections": sections, "preset": preset_name}
@@ -177,5 +187,5 @@ def load_resume_state(workspace: Workspace, name: str) -> ResumeState:
     return ResumeState(
         name=name, path=path, sections=sections, preset_name=config.get("preset") or name,
         step=int(config.get("step", 0)), rows=read_metrics_csv(path / "metrics.csv"), tokenizer=tokenizer,
-        tensors=tensors, meta=meta, elapsed_s=float((config.get("run") or {}).get("elapsed_s", 0.0)),
+        log=read_metrics_csv(path / TRAIN_LOG), tensors=tensors, meta=meta, elapsed_s=float((config.get("run") or {}).get("elapsed_s", 0.0)),
     )

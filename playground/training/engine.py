@@ -114,8 +114,8 @@ class DistInfo:
 
     @classmethod
     def from_env(cls) -> DistInfo:
-        return cls(int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)),
-                   int(os.environ.get("LOCAL_RANK", 0)), launched="TORCHELASTIC_RUN_ID" in os.environ)
+        return cls(int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1")),
+                   int(os.environ.get("LOCAL_RANK", "0")), launched="TORCHELASTIC_RUN_ID" in os.environ)
 
 
 class RandomStream(NamedTuple):
@@ -220,6 +220,7 @@ class _Run:
     name: str
     rows: list[dict[str, Any]]
     generators: dict[str, torch.Generator]  # the run's random streams (RNG_STREAMS)
+    log: list[dict[str, Any]] = field(default_factory=list)  # one row per step event (checkpoint.TRAIN_LOG)
     step: int = 0
     elapsed_s: float = 0.0
     seen: int = 0  # tokens or samples trained on
@@ -248,7 +249,7 @@ def _save(run: _Run, status: str) -> str:
         data={**asdict(run.spec.data), **run.prep.info}, step=run.step, rows=run.rows,
         summary=_summary(run, status), tokenizer=run.prep.tokenizer, class_names=run.prep.class_names,
         optimizer=run.optimizer if cfg.save_optimizer else None,
-        scheduler=run.scheduler if cfg.save_optimizer else None, generators=run.generators,
+        scheduler=run.scheduler if cfg.save_optimizer else None, generators=run.generators, log=run.log,
         run_info={"status": status, "saved_at": round(time.time(), 3), "elapsed_s": round(run.elapsed_s, 3), "seen": run.seen, "unit": run.adapter.unit,
                   "device": run.caps.describe(), "world_size": run.dist.world_size,
                   "parameters": sum(p.numel() for p in run.model.parameters())},
@@ -279,14 +280,14 @@ def _setup(
                                   "(train.save_optimizer = false), so it cannot be resumed exactly; "
                                   "start a new run instead.")
         stored = preset_from_sections(state.sections, state.preset_name)
-        spec = resolve_run(stored, overrides)
+        spec = resolve_run(stored, overrides, limits, check_steps=False)  # this server's caps, in its messages
         if spec.preset.model != stored.model or spec.preset.data != stored.data:
             raise ConfigError("A resumed run keeps its model and data; only [train] keys can change "
                               "(e.g. train.max_steps to train longer).")
     else:
         if preset is None:
             raise ConfigError("Give a preset to train (e.g. nanogpt-cpu-tiny).")
-        spec = resolve_run(preset, overrides)
+        spec = resolve_run(preset, overrides, limits, check_steps=False)
     cfg = spec.train
     if max_steps_cap is not None and cfg.max_steps > max_steps_cap:
         notes.append(f"max_steps capped at {max_steps_cap} (was {cfg.max_steps}) on this server.")
@@ -325,6 +326,7 @@ def _setup(
     optimizer = make_optimizer(model, cfg, caps)
     scheduler = make_scheduler(optimizer, cfg, adapter.d_model(prep.model_config))
     rows: list[dict[str, Any]] = []
+    log: list[dict[str, Any]] = []
     step = 0
     if state is not None:
         optimizer_state_from_files(optimizer, {k: v.to(dev) if k.startswith("optim.") else v
@@ -338,6 +340,7 @@ def _setup(
             scheduler.step()  # sets the lr of update `state.step`
         notes += restore_generators(generators, state.tensors, cfg.seed, state.step)
         rows = [r for r in state.rows if (r.get("step") or 0) <= state.step]
+        log = [r for r in state.log if (r.get("step") or 0) <= state.step]
         step = state.step
         notes.append(f"resumed {name!r} at step {step}.")
 
@@ -348,7 +351,7 @@ def _setup(
         ids = [dist.local_rank] if caps.device_type == "cuda" else None
         train_model = nn.parallel.DistributedDataParallel(train_model, device_ids=ids)
     run = _Run(spec, adapter, prep, model, train_model, optimizer, scheduler, caps, dist, workspace, name, rows,
-               generators, step=step, elapsed_s=state.elapsed_s if state else 0.0)
+               generators, log, step=step, elapsed_s=state.elapsed_s if state else 0.0)
     run.saved_step = step if state is not None else -1
     return run, notes
 
@@ -512,7 +515,10 @@ def _loop(run: _Run, notes: list[str], stop: StopFlag) -> Iterator[TrainEvent]:
             remaining = cfg.max_steps - run.step
             evals_left = remaining // cfg.eval_interval + 1
             if is_log:  # log and eval steps always follow a read-back: step_time and rate are fresh
-                yield event("step", train_loss=sum(window_losses) / len(window_losses), lr=lr, grad_norm=grad_norm,
+                logged = sum(window_losses) / len(window_losses)
+                run.log.append({"step": run.step, "train_loss": logged, "lr": lr, "grad_norm": grad_norm,
+                                "throughput": rate})
+                yield event("step", train_loss=logged, lr=lr, grad_norm=grad_norm,
                             throughput=rate, mfu=mfu(rate, flops_per_unit, peak_all),
                             eta_s=remaining * step_time + evals_left * eval_time)
                 window_losses = []

@@ -10,6 +10,7 @@ import pandas as pd
 
 from playground.bundle import read_metrics_csv
 from playground.families import FAMILIES
+from playground.training.checkpoint import TRAIN_LOG
 from playground.workspace import Workspace
 
 SUMMARY_COLUMNS = ["run", "family", "preset", "step", "status", "val_loss", "train_loss", "accuracy", "exact_match",
@@ -51,6 +52,17 @@ def run_rows(workspace: Workspace, names: list[str]) -> pd.DataFrame:
         if rows:
             frames.append(pd.DataFrame(rows).assign(run=name))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["run", "step"])
+
+
+def run_history(workspace: Workspace, name: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A saved run's step events (train_log.csv: step, train_loss, lr, grad_norm, throughput) and
+    evaluations (metrics.csv), the curves a resumed run continues; empty lists when absent.
+    Older bundles have no step log: their train curve is empty rather than drawn from metrics.csv's
+    train_loss, which is an average over each evaluation interval, not a step's value."""
+    if not workspace.exists("models", name):
+        return [], []
+    path = workspace.path("models", name)
+    return read_metrics_csv(path / TRAIN_LOG), read_metrics_csv(path / "metrics.csv")
 
 
 def loss_curves(rows: pd.DataFrame) -> pd.DataFrame:

@@ -9,7 +9,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from playground import limits
-from playground.config import Preset, apply_overrides, build_dataclass, load_preset, parse_overrides
+from playground.config import (
+    Preset,
+    apply_overrides,
+    build_dataclass,
+    load_preset,
+    parse_overrides,
+)
 from playground.errors import ConfigError
 from playground.families import FAMILIES, get_family
 from playground.models.base import ModelConfig
@@ -39,10 +45,11 @@ class RunSpec:
 
 
 def resolve_run(preset: Preset | str, overrides: dict[str, Any] | list[str] | None = None,
-                caps: DemoCaps | None = None) -> RunSpec:
+                caps: DemoCaps | None = None, check_steps: bool = True) -> RunSpec:
     """Apply overrides and type-check the `[data]`, `[train]` and `[model]` sections.
 
-    Every size is checked against `caps` (default FULL_CAPS) before anything is loaded or built.
+    Every size is checked against `caps` (default FULL_CAPS) before anything is loaded or built;
+    `check_steps=False` leaves train.max_steps to the caller (a server that caps it says so).
     """
     if isinstance(preset, str):
         preset = load_preset(preset)
@@ -57,7 +64,7 @@ def resolve_run(preset: Preset | str, overrides: dict[str, Any] | list[str] | No
     data = build_dataclass(family.adapter.data_config_cls, preset.data, "data")
     train = build_dataclass(TrainConfig, preset.train, "train")
     spec = RunSpec(preset=preset, train=train, data=data)
-    check_run_sizes(spec, caps)
+    check_run_sizes(spec, caps, check_steps)
     return spec
 
 

@@ -14,6 +14,7 @@ import gradio as gr
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
 
+from playground.child import warm_up
 from playground.memory import limit_arenas, release_free_memory
 from playground.settings import Settings
 from playground.spaces import TOKEN_PATTERN, LiveJobs, Spaces, new_browser_token
@@ -26,11 +27,11 @@ from playground.ui import (
     tokenizer_tab,
     train_tab,
 )
+from playground.ui.checked_blocks import Blocks
 from playground.ui.context import AppContext, refresh_all, remember_answer, skip_repeats
 from playground.ui.frontend_fix import FrontendFix
 from playground.ui.page_cache import PageCache
 from playground.ui.progress_targets import limit_progress_targets
-from playground.ui.skips import Blocks
 
 TABS = (
     ("tokenizer", "Tokenizer", tokenizer_tab),
@@ -86,8 +87,11 @@ SECRET_FILE = ".browser-secret"
 def prepare_server(settings: Settings) -> dict[str, int]:
     """Start-up housekeeping, run once before serving (launch.py does): recover entries of saves
     killed mid-replace, drop stale temp folders, and make the secret that encrypts browser tokens
-    (so a student who reloads, even after a server restart, keeps their space)."""
+    (so a student who reloads, even after a server restart, keeps their space); start the fork
+    server that job children come from, so the first Start does not wait for its imports."""
     limit_arenas(2)  # before gradio's worker threads exist: freed memory can go back to the OS
+    if settings.isolate_jobs:
+        warm_up()
     counts = Spaces(settings.workspace, settings.library).clean_on_start()
     if read_secret(settings.workspace) is None:
         root = settings.workspace

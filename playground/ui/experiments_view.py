@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,6 +100,18 @@ def module_update(workspace: Any, settings: Any, checkpoint: str | None) -> dict
     return gr.update(choices=names, value=names[0] if names else None)
 
 
+def count_field(value: Any, what: str, default: int | None = None) -> Any:
+    """A count typed in a field: a whole number >= 1, or `default` when the field is empty
+    (0 or a negative number is refused, not read as "the default" or as 1)."""
+    if value is None or value == "":
+        return default
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+            or value != int(value) or value < 1):
+        empty = f"; leave it empty for {default}" if default is not None else "; leave it empty for the default"
+        raise PlaygroundError(f"{what} must be a whole number of at least 1, got {value!r}{empty}.")
+    return int(value)
+
+
 def build_options(settings: Any, n: float, seed: float, module: str | None, heads: str, epsilon: str, n_perm: float,
                   steps: float, k: float, views: list[str], references: list[str], methods: list[str], level: str,
                   seeds: str, retrain_steps: float | None, float64: bool = False,
@@ -111,13 +124,14 @@ def build_options(settings: Any, n: float, seed: float, module: str | None, head
     )
 
     caps = settings.caps
-    n = capped_n(settings, n)
+    n = capped_n(settings, count_field(n, "Number of examples", 1))
     eps = None if epsilon in (None, "", "default") else float(epsilon)
     return ExperimentOptions(
-        n=max(1, n), seed=int(seed or 0), module=module or None, heads=parse_heads(heads), n_perm=max(1, int(n_perm or 100)),
-        k=max(1, int(k or 5)), epsilon=eps, steps=max(1, int(steps or DEFAULT_STEPS)),
+        n=n, seed=int(seed or 0), module=module or None, heads=parse_heads(heads),
+        n_perm=count_field(n_perm, "Permutations per example", 100), k=count_field(k, "Adversaries per example", 5),
+        epsilon=eps, steps=count_field(steps, "Optimisation steps", DEFAULT_STEPS),
         views=tuple(views or ()), references=tuple(references or ()), methods=tuple(methods) if methods else None,
-        level=level or "attention", seeds=parse_ints(seeds), retrain_steps=int(retrain_steps) if retrain_steps else None,
+        level=level or "attention", seeds=parse_ints(seeds), retrain_steps=count_field(retrain_steps, "Retrain steps"),
         device=settings.resolved_device, max_steps_cap=caps.max_train_steps, float64=bool(float64),
         label_randomisation=bool(label_randomisation),
     )
@@ -283,8 +297,11 @@ def estimate(workspace: Any, settings: Any, checkpoint: str | None, experiment: 
         return "Pick a checkpoint: the expected time shows here before you run.", calibration
     if experiment not in EXPERIMENT_LABELS:
         return "", calibration
-    options = build_options(settings, n, seed, module, heads, epsilon, n_perm, steps, k, views, references, methods,
-                            level, seeds, retrain_steps)
+    try:
+        options = build_options(settings, n, seed, module, heads, epsilon, n_perm, steps, k, views, references,
+                                methods, level, seeds, retrain_steps)
+    except PlaygroundError as exc:  # a value being typed: the estimate says so, Run refuses it
+        return f"No estimate: {exc}", calibration
     key = calibration_key(checkpoint, experiment, options)
     if calibration and calibration.get("key") == key:
         timing = Calibration(**{f: calibration[f] for f in ("experiment", "draw_s", "example_s", "step_s")})
@@ -337,8 +354,9 @@ def retrain_uniform(workspace: Any, settings: Any, checkpoint: str | None, retra
         iter_retrain_uniform,
     )
 
+    steps = count_field(retrain_steps, "Retrain steps")
     bundle = _load(workspace, settings, checkpoint)
-    opts = ExperimentOptions(retrain_steps=int(retrain_steps) if retrain_steps else None,
+    opts = ExperimentOptions(retrain_steps=steps,
                              device=settings.resolved_device, max_steps_cap=settings.caps.max_train_steps)
     gen = iter_retrain_uniform(bundle, workspace, opts)
     name = None

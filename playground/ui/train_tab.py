@@ -21,7 +21,6 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from playground.bundle import read_metrics_csv
 from playground.charts.training import (
     bottleneck_chart,
     confusion_chart,
@@ -39,7 +38,9 @@ from playground.limits import cap_hint
 from playground.scratch import download_dir
 from playground.settings import Settings
 from playground.spaces import LiveJobs
-from playground.training.config import TrainConfig, preset_to_toml
+from playground.training.config import TrainConfig, preset_from_sections, preset_to_toml
+from playground.training.runs import run_history
+from playground.training.spec import resolve_run
 from playground.ui.components import Chart
 from playground.ui.context import AppContext, user_errors
 from playground.ui.tables import Table
@@ -343,8 +344,8 @@ IDLE_TEXT = "ready: pick a preset, check the form and press Start"
 
 
 def progress_html(step: int, max_steps: int, text: str, eta_s: float | None = None, state: str = "running") -> str:
-    """A progress bar with the step count and ETA, and a status line (state "idle": no run yet,
-    the line alone)."""
+    """A progress bar with the step count and ETA, and a status line (states "idle": no run yet,
+    and "starting": the run's process is starting; the line alone)."""
     pct = 100.0 * step / max(1, max_steps)
     colour = {"running": "#3b82f6", "done": "#16a34a", "stopped": "#f59e0b", "error": "#dc2626"}.get(state, "#3b82f6")
     eta = f" · ETA {_fmt_time(eta_s)}" if eta_s is not None and state == "running" else ""
@@ -352,7 +353,7 @@ def progress_html(step: int, max_steps: int, text: str, eta_s: float | None = No
         f'<div id="train-progress" data-step="{step}" data-state="{state}">'
         f'<div style="background:#e5e7eb;border-radius:6px;height:14px;overflow:hidden">'
         f'<div style="width:{pct:.1f}%;background:{colour};height:100%"></div></div>'
-        + (f"<div style='margin-top:4px'>{html.escape(text)}</div></div>" if state == "idle" else
+        + (f"<div style='margin-top:4px'>{html.escape(text)}</div></div>" if state in ("idle", "starting") else
            f"<div style='margin-top:4px'>step {step}/{max_steps} ({pct:.0f}%){eta} — {html.escape(text)}</div></div>")
     )
 
@@ -360,7 +361,7 @@ def progress_html(step: int, max_steps: int, text: str, eta_s: float | None = No
 def _fmt_time(seconds: float | None) -> str:
     if seconds is None:
         return "?"
-    s = int(round(seconds))
+    s = round(seconds)
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else (f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s")
 
 
@@ -380,12 +381,13 @@ class LiveRun:
         elif ev.kind == "eval":
             self.evals.append({"step": ev.step, "train_loss": ev.train_loss, "val_loss": ev.val_loss, **ev.metrics})
 
-    def seed(self, rows: Sequence[dict[str, Any]]) -> None:
-        """Start from a saved run's evaluations (Resume): its curve so far, one point per evaluation."""
-        for row in rows:
+    def seed(self, log: Sequence[dict[str, Any]], evals: Sequence[dict[str, Any]]) -> None:
+        """Start from a saved run (Resume): its step events as drawn live (train_log.csv) and its
+        evaluations (metrics.csv), so the curves continue from the first step."""
+        for row in log:
             self.steps.append({"step": row.get("step"), "loss": row.get("train_loss"), "lr": row.get("lr"),
-                               "throughput": None, "grad_norm": None})
-            self.evals.append(dict(row))
+                               "throughput": row.get("throughput"), "grad_norm": row.get("grad_norm")})
+        self.evals.extend(dict(row) for row in evals)
 
     def curves(self) -> pd.DataFrame:
         train = [{"step": s["step"], "split": "train", "loss": s["loss"]} for s in self.steps if s["loss"] is not None]
@@ -449,6 +451,19 @@ def _csv(frame: pd.DataFrame, stem: str) -> str:
 
 
 TRAIN_TARGET = "playground.training.engine:train"
+STARTING_TEXT = "starting: the training process is loading the data and building the model…"
+
+
+def _saved_family(workspace: Workspace, name: str) -> str | None:
+    """The family of the saved run `name` (None when there is none: Resume then says so)."""
+    return workspace.get("models", name).meta.get("family") if workspace.exists("models", name) else None
+
+
+def stopped_text(name: str, step: int, saved: bool) -> str:
+    """What a stopped run's status says, from its stream and from Stop alike."""
+    if not saved:
+        return f"stopped {name} before its first step: nothing was saved"
+    return f"stopped · saved as {name} at step {step}; Resume continues it"
 
 
 def _run_events(workspace: Workspace, settings: Settings, preset: Preset | None, name: str, resume: bool,
@@ -459,17 +474,22 @@ def _run_events(workspace: Workspace, settings: Settings, preset: Preset | None,
     from playground.training.engine import train
 
     live = LiveRun()
-    if resume and workspace.exists("models", name):  # Resume shows the whole curve, not only what follows
-        live.seed(read_metrics_csv(workspace.path("models", name) / "metrics.csv"))
+    if resume:  # Resume shows the whole curve, not only what follows
+        live.seed(*run_history(workspace, name))
     started = time.time()
+    family = preset.family if preset is not None else _saved_family(workspace, name)
+    # At once: the run has its slot and its process is starting (seconds); the last run's curves go.
+    yield RunView(progress_html(0, 1, STARTING_TEXT, None, "starting"), *live.charts(),
+                  preview=_preview_visibility(family) if family else Preview(),
+                  run_state={"name": name, "started": started}, version=version)
     caps = settings.caps
-    job = dict(preset=preset, workspace=workspace, name=name, overrides=overrides, device=settings.device,
-               resume=resume, max_steps_cap=caps.max_train_steps, limits=caps, policy=data_policy(settings, workspace))
+    job = {"preset": preset, "workspace": workspace, "name": name, "overrides": overrides, "device": settings.device,
+           "resume": resume, "max_steps_cap": caps.max_train_steps, "limits": caps,
+           "policy": data_policy(settings, workspace)}
     # The served app trains in a child process (its own GIL and heap); tests and a laptop may not.
     events = (iter_in_child(TRAIN_TARGET, job, stop_kw="stop", stop_requested=stop.is_set if stop else None)
               if settings.isolate_jobs else train(**job, stop=stop))
     last_yield = last_side = 0.0
-    family = preset.family if preset is not None else None
     try:
         for ev in events:
             live.add(ev)
@@ -477,8 +497,7 @@ def _run_events(workspace: Workspace, settings: Settings, preset: Preset | None,
                 if family is None:  # Resume: the run's checkpoint (already loaded by the engine) says
                     family = workspace.get("models", name).meta["family"]
                 yield RunView(progress_html(ev.step, ev.max_steps, ev.message), *live.charts(),
-                              preview=_preview_visibility(family), run_state={"name": name, "started": started},
-                              version=version)
+                              preview=_preview_visibility(family))
                 continue
             if ev.kind == "step" and time.monotonic() - last_yield < UI_INTERVAL_S:
                 continue
@@ -501,7 +520,7 @@ def _run_events(workspace: Workspace, settings: Settings, preset: Preset | None,
             elif ev.kind in ("done", "stopped"):
                 state = "done" if ev.kind == "done" else "stopped"
                 text = (f"finished · val loss {ev.val_loss:.4f} · saved as {name}" if ev.kind == "done"
-                        else ev.message)
+                        else stopped_text(name, ev.step, ev.checkpoint is not None))
                 yield RunView(progress_html(ev.step, ev.max_steps, text, None, state), *live.charts(),
                               version=version + (ev.kind == "stopped"))
     finally:
@@ -515,6 +534,7 @@ def start_training(workspace: Workspace, settings: Settings, preset_name: str | 
     """Start a new run from the TOML shown; yields progress, charts, previews, CSV, run state, version."""
     preset = _parse(toml_text, preset_name or "custom")
     name = validate_name(name or preset.name)
+    check_before_start(settings, preset)
     with _live_run(workspace, settings, jobs, name) as stop:
         if workspace.exists("models", name) and not overwrite:
             raise PlaygroundError(f"A model named {name!r} exists; choose another run name, tick Overwrite, "
@@ -534,9 +554,21 @@ def resume_training(workspace: Workspace, settings: Settings, toml_text: str, na
         overrides = {f"train.{k}": v for k, v in preset.train.items()}
     except PlaygroundError:
         pass
+    if workspace.exists("models", name) and (saved := workspace.get("models", name).meta.get("sections")):
+        check_before_start(settings, preset_from_sections(saved, name), overrides)
     with _live_run(workspace, settings, jobs, name) as stop:
         workspace.check_writable("models", name)
         yield from _run_events(workspace, settings, None, name, True, overrides, version, stop)
+
+
+def check_before_start(settings: Settings, preset: Preset, overrides: dict[str, Any] | None = None) -> None:
+    """What the run would refuse without loading any data (types, ranges, this server's caps),
+    refused here, before a heavy slot or a process is taken, with the limit in force."""
+    spec = resolve_run(preset, overrides, settings.caps, check_steps=False)
+    if spec.train.compile and settings.isolate_jobs and settings.resolved_device == "cpu":
+        raise ConfigError("train.compile = true compiles the model for minutes on this server's CPU before the first "
+                          "step, and a compiled model is not faster on a CPU; set train.compile = false (it pays off "
+                          "on a CUDA GPU).")
 
 
 def _live_run(workspace: Workspace, settings: Settings, jobs: LiveJobs | None,
@@ -565,16 +597,22 @@ def stop_status(workspace: Workspace, run: dict | None, version: int = 0,
     if not name:
         return progress_html(0, 1, "stopped: nothing was training in this tab", None, "stopped"), version
     key = getattr(workspace, "key", None)
-    if jobs is not None and key is not None:
-        jobs.request_stop(key, "train", name)
+    registered = jobs is not None and key is not None
+    asked = registered and jobs.request_stop(key, "train", name)  # type: ignore[union-attr]
     started = float((run or {}).get("started") or 0.0)
     deadline = time.monotonic() + wait_s
     meta: dict[str, Any] = {}
     while True:
         meta = workspace.get("models", name).meta if workspace.exists("models", name) else {}
         info = meta.get("run") or {}
-        if info.get("status") in ("stopped", "finished") and float(info.get("saved_at") or 0.0) >= started:
+        fresh = float(info.get("saved_at") or 0.0) >= started  # written by this run, not the one resumed
+        if fresh and info.get("status") in ("stopped", "finished"):
             break
+        if asked and not jobs.request_stop(key, "train", name):  # type: ignore[union-attr]
+            # The run has ended (its claim is released): what it saved last is where it stopped.
+            if fresh:
+                break
+            return progress_html(0, 1, stopped_text(name, 0, False), None, "stopped"), version
         if time.monotonic() > deadline:
             return (progress_html(0, 1, f"stopping {name}: it saves at the step it reached (a run stopped before "
                                         "its first step keeps nothing); the runs table shows it once saved",
@@ -584,8 +622,15 @@ def stop_status(workspace: Workspace, run: dict | None, version: int = 0,
     total = int((meta.get("train") or {}).get("max_steps", step or 1))
     if meta["run"]["status"] == "finished":
         return progress_html(step, total, f"finished before the stop · saved as {name}", None, "done"), version + 1
-    return (progress_html(step, total, f"stopped · saved as {name} at step {step}; Resume continues it", None,
-                          "stopped"), version + 1)
+    return progress_html(step, total, stopped_text(name, step, True), None, "stopped"), version + 1
+
+
+def stop_answer(workspace: Workspace, run: dict | None, version: int, not_running: int, *,
+                jobs: LiveJobs | None = None) -> tuple[str, int, int]:
+    """Stop's listener: :func:`stop_status`, and `not_running` + 1 when this tab had no run
+    yet (a Start still waiting for a slot), which cancels it."""
+    status, version = stop_status(workspace, run, version, jobs=jobs)
+    return status, version, not_running + (0 if (run or {}).get("name") else 1)
 
 
 # -- runs ----------------------------------------------------------------------------------------
@@ -624,9 +669,9 @@ def compare_runs(workspace: Workspace, names: list[str] | None, metric: str) -> 
 
 def _widget(f: FormField, initial: dict[str, Any], hint: str | None = None) -> Any:
     info = " · ".join(x for x in (f.info, hint) if x) or None
-    common = dict(label=f.label, info=info, elem_id=f"train-{f.key.replace('.', '-').replace('_', '-')}",
-                  interactive=True, min_width=320 if f.kind == "text" else 140,  # free text (the corpus): a whole line
-                  value=initial.get("value"), visible=initial.get("visible", True))
+    common = {"label": f.label, "info": info, "elem_id": f"train-{f.key.replace('.', '-').replace('_', '-')}",
+              "interactive": True, "min_width": 320 if f.kind == "text" else 140,  # free text (the corpus): a whole line
+              "value": initial.get("value"), "visible": initial.get("visible", True)}
     if f.kind == "int":
         return gr.Number(precision=0, **common)
     if f.kind == "float":
@@ -750,14 +795,18 @@ def build(ctx: AppContext) -> None:
         U(bind(resume_training, jobs=ctx.jobs), settings), [ctx.user, toml, name, ctx.workspace_version], outputs,
         api_name="train_resume", show_progress="minimal", show_progress_on=[status], **ctx.heavy())
     not_started = progress_html(0, 1, "not started: see the message above", None, "error")
-    stopped = lambda shown: 'data-state="stopped"' in shown  # noqa: E731  (Stop has spoken: keep it)
+    stopped = lambda shown: 'data-state="stopped"' in shown  # Stop has spoken: keep it
     ctx.reset_on_failure(start_event, status, not_started, keep=stopped)
     ctx.reset_on_failure(resume_event, status, not_started, keep=stopped)
+    # Stop asks the user's run itself to stop (LiveJobs): it saves, and its own stream ends with
+    # the step it saved. Cancelling a running stream instead left an "Error" badge on the status
+    # and could leave the run going; only a Start still queued (no run yet) is cancelled.
     stopping = progress_html(0, 1, "stopping: saving the run at the step it reached…", None, "stopped")
-    stop_btn.click(lambda: stopping, None, [status], cancels=[start_event, resume_event], queue=False,
-                   show_progress="hidden", **private).then(
-        U(bind(stop_status, jobs=ctx.jobs)), [ctx.user, run_state, ctx.workspace_version], [status, ctx.workspace_version],
-        api_name="train_stop", queue=False, show_progress_on=[status])
+    not_running = gr.State(0)  # bumped by Stop when this tab has no run yet: cancels a queued Start
+    stop_btn.click(lambda: stopping, None, [status], queue=False, show_progress="hidden", **private).then(
+        U(bind(stop_answer, jobs=ctx.jobs)), [ctx.user, run_state, ctx.workspace_version, not_running],
+        [status, ctx.workspace_version, not_running], api_name="train_stop", queue=False, show_progress_on=[status])
+    not_running.change(None, None, None, cancels=[start_event, resume_event], queue=False, **private)
     # A new preset starts from a clean slate: no status line of another run.
     preset.input(lambda: progress_html(0, 1, IDLE_TEXT, None, "idle"), None, [status], queue=False,
                  show_progress="hidden", **private)
@@ -777,6 +826,20 @@ def set_field_raw(toml_text: str, key: str, value: Any) -> str:
     return preset_to_toml(preset)
 
 
-__all__ = ["FORM_FIELDS", "build", "compare_runs", "form_updates", "preset_selected", "progress_html",
-           "resume_training", "runs_refresh", "set_field", "start_training", "stop_status", "tokenizer_choices",
-           "use_upload"]
+__all__ = [
+    "FORM_FIELDS",
+    "build",
+    "check_before_start",
+    "compare_runs",
+    "form_updates",
+    "preset_selected",
+    "progress_html",
+    "resume_training",
+    "runs_refresh",
+    "set_field",
+    "start_training",
+    "stop_answer",
+    "stop_status",
+    "tokenizer_choices",
+    "use_upload",
+]

@@ -14,7 +14,11 @@ def _cli(workspace, *args: str) -> int:
 
 
 def test_cli_attributions_equal_captum_on_the_hf_export(gpt_bundle, workspace, tmp_path, capsys) -> None:
-    from captum.attr import FeatureAblation, LayerGradientXActivation, LayerIntegratedGradients
+    from captum.attr import (
+        FeatureAblation,
+        LayerGradientXActivation,
+        LayerIntegratedGradients,
+    )
     from transformers import GPT2LMHeadModel
 
     from playground.models.export_hf import export_hf_gpt2
@@ -44,7 +48,7 @@ def test_cli_attributions_equal_captum_on_the_hf_export(gpt_bundle, workspace, t
     ixg = LayerGradientXActivation(f, hf.transformer.wte).attribute(ids).sum(-1)[0]
     with torch.no_grad():
         ref = hf(input_ids=ids).logits[:, pos].softmax(-1)
-    tvd = lambda x: 0.5 * (hf(input_ids=x).logits[:, pos].softmax(-1) - ref).abs().sum(-1)  # noqa: E731
+    tvd = lambda x: 0.5 * (hf(input_ids=x).logits[:, pos].softmax(-1) - ref).abs().sum(-1)
     with torch.no_grad():
         loo = -FeatureAblation(tvd).attribute(ids, baselines=base_id, feature_mask=torch.arange(ids.shape[1])[None])[0]
 
@@ -90,3 +94,24 @@ def test_experiment_is_a_reserved_first_word(monkeypatch, gpt_bundle, workspace)
     monkeypatch.setattr(extension, "configure", configure)
     assert _cli(workspace, "experiment", "tiny-gpt", "--n", "7") == 0
     assert seen["checkpoint"] == "tiny-gpt" and seen["n"] == 7
+
+
+def test_cli_json_holds_the_whole_attention_maps_not_the_display_window(gpt_bundle, workspace, tmp_path) -> None:
+    """A 30-token prompt: the page draws the last 24 keys of each head, the export writes every
+    query over every key, each row summing to 1 (the window's rows summed to 0.116 in the report)."""
+    import numpy as np
+
+    from playground.analysis.explain.per_input import AnalysisOptions
+
+    text = "the quick brown fox jumps over"  # 30 characters, one token each (the model's context is 32)
+    out = tmp_path / "r.json"
+    assert _cli(workspace, "tiny-gpt", "--input", text, "--methods", "attention", "--out", str(out)) == 0
+    heads = json.loads(out.read_text())["heads"]
+    maps = np.array(heads["maps"])  # [L, H, Q, K]
+    n = len(text)
+    assert maps.shape[-2:] == (n, n) and heads["key_labels"] == heads["query_labels"] == list(text)
+    np.testing.assert_allclose(maps.sum(-1), 1.0, atol=1e-5)  # every row, every head
+    assert np.triu(maps, k=1).max() == 0  # causal: nothing after the query
+    window = AnalysisOptions().head_window
+    shown = np.array(heads["display"]["maps"])
+    assert shown.shape[-1] == window < n and shown.sum(-1).min() < 0.999  # the page's window is a part

@@ -176,3 +176,28 @@ def test_families_without_a_flops_estimate_still_show_their_parts(source):
     assert view.numbers["parameters"] == _numel(build_model(family, config))
     assert "train_flops_per_token" not in view.numbers
     assert any("no FLOPs estimate" in note for note in view.notes)
+
+
+def _torch_encoder_decoder(vocab: int, shared: str) -> int:
+    """The paper's base model built from torch.nn's own layers (post-LN, ReLU, no final norms) with
+    `shared` = "all" (one embedding for source, target, output), "target" (output tied to target) or "none"."""
+    enc = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(512, 8, 2048), 6, enable_nested_tensor=False)
+    dec = torch.nn.TransformerDecoder(torch.nn.TransformerDecoderLayer(512, 8, 2048), 6)
+    src = torch.nn.Embedding(vocab, 512)
+    tgt = src if shared == "all" else torch.nn.Embedding(vocab, 512)
+    out = torch.nn.Linear(512, vocab, bias=False)
+    if shared != "none":
+        out.weight = tgt.weight
+    return _numel(torch.nn.ModuleList([enc, dec, src, tgt, out]))
+
+
+def test_vaswani_base_is_the_papers_encoder_decoder_counted_by_torch_nn():
+    view = LESSON.run(FAST, preset="The notes' encoder block (Vaswani base)")
+    assert view.numbers["family"] == "transformer_seq2seq"
+    variants = view.numbers["embedding_variants"]
+    assert view.numbers["parameters"] == variants["shared"] == _torch_encoder_decoder(37000, "all") == 63_082_496
+    assert variants["separate_source"] == _torch_encoder_decoder(37000, "target")
+    assert variants["none_shared"] == _torch_encoder_decoder(37000, "none")
+    assert any("63,082,496 parameters in all" in note for note in view.notes)
+    assert any("65M" in note for note in view.notes)
+    assert not any("38,120,448" in note for note in view.notes)  # the decoder-only count it used to show

@@ -75,3 +75,21 @@ def test_cli_exports_a_bundle_with_its_tokenizer(tmp_path: Path) -> None:
     with torch.no_grad():
         assert torch.allclose(hf(idx).logits, model(idx), atol=1e-4)
     assert main(["--workspace", str(tmp_path / "ws"), "export", "missing", "--out", str(out)]) == 2
+
+
+def test_a_char_model_exports_with_declared_special_tokens(tmp_path: Path) -> None:
+    """The shipped char GPT's tokenizer has only <unk>: the export declares it (unk, and in the
+    bos / eos / pad roles), so loaders such as inseq find a bos and a pad token; no id is added."""
+    from playground.bundle import load_bundle
+    from playground.settings import SHIPPED_LIBRARY
+
+    bundle = load_bundle(SHIPPED_LIBRARY / "models" / "gpt-python-docs-char")
+    out = export_hf_gpt2(bundle.model, bundle.model.config, tmp_path / "hf", bundle.tokenizer)
+    tok = transformers.AutoTokenizer.from_pretrained(out)
+    unk = bundle.tokenizer.token_to_id("<unk>")
+    assert tok.unk_token == "<unk>" and tok.unk_token_id == unk
+    assert tok.bos_token_id == tok.eos_token_id == tok.pad_token_id == unk
+    config = transformers.AutoConfig.from_pretrained(out)
+    assert config.bos_token_id == config.eos_token_id == config.pad_token_id == unk
+    assert len(tok) == bundle.tokenizer.get_vocab_size() == config.vocab_size  # nothing added
+    assert tok("def f").input_ids == bundle.tokenizer.encode("def f").ids

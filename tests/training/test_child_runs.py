@@ -26,7 +26,7 @@ TRAIN = "playground.training.engine:train"
 
 def test_a_run_in_a_child_streams_the_engines_events_and_saves(workspace, corpus_file):
     preset = tiny_preset("gpt", corpus_file, max_steps=6, eval_interval=3)
-    events = list(iter_in_child(TRAIN, dict(preset=preset, workspace=workspace, name="kid", device="cpu")))
+    events = list(iter_in_child(TRAIN, {"preset": preset, "workspace": workspace, "name": "kid", "device": "cpu"}))
     kinds = [e.kind for e in events]
     assert kinds[0] == "start" and kinds[-1] == "done" and kinds.count("eval") == 2
     assert [e.step for e in events if e.kind == "step"] == [1, 2, 3, 4, 5, 6]
@@ -37,14 +37,14 @@ def test_a_run_in_a_child_streams_the_engines_events_and_saves(workspace, corpus
 def test_a_user_error_in_the_child_is_raised_here_with_its_class_and_message(workspace, corpus_file):
     preset = tiny_preset("gpt", corpus_file, max_steps=2)
     with pytest.raises(ConfigError, match="no_such_key"):
-        list(iter_in_child(TRAIN, dict(preset=preset, workspace=workspace, name="bad", device="cpu",
-                                       overrides=["train.no_such_key=1"])))
+        list(iter_in_child(TRAIN, {"preset": preset, "workspace": workspace, "name": "bad", "device": "cpu",
+                                       "overrides": ["train.no_such_key=1"]}))
     assert _no_children_left()
 
 
 def test_closing_the_relay_stops_the_child_which_saves_its_step(workspace, corpus_file):
     preset = tiny_preset("gpt", corpus_file, max_steps=100_000, eval_interval=100_000, log_interval=1)
-    gen = iter_in_child(TRAIN, dict(preset=preset, workspace=workspace, name="stopme", device="cpu"))
+    gen = iter_in_child(TRAIN, {"preset": preset, "workspace": workspace, "name": "stopme", "device": "cpu"})
     for event in gen:
         if event.kind == "step" and event.step >= 5:
             break
@@ -63,7 +63,7 @@ def test_a_stop_request_ends_the_run_with_its_own_stopped_event(workspace, corpu
     preset = tiny_preset("gpt", corpus_file, max_steps=100_000, eval_interval=100_000, log_interval=1)
     asked = threading.Event()
     kinds, steps = [], []
-    for event in iter_in_child(TRAIN, dict(preset=preset, workspace=workspace, name="asked", device="cpu"),
+    for event in iter_in_child(TRAIN, {"preset": preset, "workspace": workspace, "name": "asked", "device": "cpu"},
                                stop_requested=asked.is_set):
         kinds.append(event.kind)
         if event.kind == "step":
@@ -89,7 +89,7 @@ def test_should_stop_ends_a_job_without_a_graceful_stop_at_once(workspace, corpu
 
     preset = tiny_preset("gpt", corpus_file, max_steps=100_000, eval_interval=100_000)
     cancel = threading.Event()
-    gen = iter_in_child(TRAIN, dict(preset=preset, workspace=workspace, name="cut", device="cpu"),
+    gen = iter_in_child(TRAIN, {"preset": preset, "workspace": workspace, "name": "cut", "device": "cpu"},
                         stop_kw=None, should_stop=cancel.is_set)
     next(gen)  # the run has started
     cancel.set()
@@ -98,4 +98,39 @@ def test_should_stop_ends_a_job_without_a_graceful_stop_at_once(workspace, corpu
         for _ in gen:
             pass
     assert time.perf_counter() - started < 5.0
+    assert _no_children_left()
+
+
+def test_a_stop_request_reaches_the_child_while_nobody_pulls_the_relay(workspace, corpus_file):
+    """gradio may hold a run's relay without pulling it (a cancelled or slow request): the user's
+    Stop must still reach the child, which saves within a step or two of the request."""
+    preset = tiny_preset("gpt", corpus_file, max_steps=100_000, eval_interval=100_000, log_interval=1)
+    asked = threading.Event()
+    gen = iter_in_child(TRAIN, {"preset": preset, "workspace": workspace, "name": "unpulled", "device": "cpu"},
+                        stop_requested=asked.is_set)
+    seen = 0
+    for event in gen:
+        if event.kind == "step" and event.step >= 5:
+            seen = event.step
+            break
+    asked.set()  # and the relay is left alone
+    saved = threading.Event()
+
+    def watch() -> None:
+        while not saved.is_set():
+            if workspace.exists("models", "unpulled") and \
+                    workspace.get("models", "unpulled").meta["run"]["status"] == "stopped":
+                saved.set()
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        assert saved.wait(240), "the child never heard the stop"
+    finally:
+        saved.set()
+        gen.close()
+    step = workspace.get("models", "unpulled").meta["step"]
+    # steps already sent before the request sit in the pipe; the child stops at its next check
+    assert seen <= step
     assert _no_children_left()

@@ -4,11 +4,15 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from playground.charts.layout import HALF, TRAIN
 from playground.charts.training import (
+    AXIS_PX,
+    TICK_PX,
     bottleneck_chart,
     confusion_chart,
     loss_chart,
     lr_chart,
+    step_ticks,
     throughput_chart,
 )
 from playground.training.engine import run_training
@@ -71,7 +75,7 @@ def test_a_first_point_gets_an_axis_around_it_and_a_mark():
     line = spec["layer"][0]
     assert line["encoding"]["y"]["scale"]["domain"] == pytest.approx([4.230672 * 0.95, 4.230672 * 1.05])
     assert line["encoding"]["x"]["scale"]["domain"] == [0.0, 2.0]  # whole steps: at least one each way
-    assert line["encoding"]["x"]["axis"] == {"tickCount": 2}  # ticks 0, 1, 2
+    assert line["encoding"]["x"]["axis"]["tickCount"] == 2  # ticks 0, 1, 2
     assert line["mark"]["point"] is True
     lr = lr_chart(pd.DataFrame({"step": [1], "lr": [0.0]})).to_dict()
     assert lr["encoding"]["y"]["scale"]["domain"] == [-1.0, 1.0]  # a zero: +-1
@@ -82,10 +86,21 @@ def test_more_points_keep_vegas_own_domains():
     line = loss_chart(curves).to_dict()["layer"][0]
     assert "domain" not in line["encoding"]["y"]["scale"] and "domain" not in line["encoding"].get("x", {}).get("scale", {})
     assert line["mark"]["point"] is True  # val has one point so far
-    assert line["encoding"]["x"]["axis"] == {"tickCount": 1}  # steps 1 to 2: ticks 1, 2
+    assert line["encoding"]["x"]["axis"]["tickCount"] == 1  # steps 1 to 2: ticks 1, 2
     longer = pd.concat([curves, curves.assign(step=curves["step"] + 2)])
     assert loss_chart(longer).to_dict()["layer"][0]["mark"]["point"] is False
     steps = pd.DataFrame({"step": [1, 2], "throughput": [100.0, 120.0]})
     assert "domain" not in throughput_chart(steps).to_dict()["encoding"]["y"]["scale"]
     many = pd.DataFrame({"step": [10, 500], "throughput": [100.0, 120.0]})
-    assert throughput_chart(many).to_dict()["encoding"]["x"]["axis"] == {}  # vega's own ticks
+    axis = throughput_chart(many).to_dict()["encoding"]["x"]["axis"]
+    assert axis["tickCount"] == step_ticks(HALF) == 3 and axis["labelOverlap"] is True
+
+
+def test_step_ticks_leave_room_for_their_labels():
+    """Resumed at 250 the half-width charts read "200220 240": each tick now has TICK_PX of plot."""
+    steps = pd.DataFrame({"step": range(250, 336, 5), "lr": 1e-3, "throughput": 1e4})
+    for chart, width in ((lr_chart(steps), HALF), (throughput_chart(steps), HALF)):
+        axis = chart.to_dict()["encoding"]["x"]["axis"]
+        assert axis["tickCount"] * TICK_PX <= width - AXIS_PX and axis["labelOverlap"] is True
+    curves = pd.DataFrame({"step": range(1, 5001, 10), "split": "train", "loss": 2.0})
+    assert loss_chart(curves).to_dict()["layer"][0]["encoding"]["x"]["axis"]["tickCount"] == step_ticks(TRAIN) == 6

@@ -128,7 +128,8 @@ def test_stop_closes_only_this_run_and_resume_continues(workspace, corpus):
     settings = make_settings(workspace.root, device="cpu")
     toml = _tiny_toml("gpt", corpus, max_steps=400, eval_interval=1000, log_interval=1, preview=False)
     gen = tt.start_training(workspace, settings, "tiny", toml, "stoppable", False, 0)
-    run = next(gen).run_state  # start: the session's run state
+    run = next(gen).run_state  # "starting": the session's run state
+    next(gen)  # the run's start
     next(gen)  # a few steps in
     gen.close()  # what Stop's cancels=[...] does to this session's handler
     meta = workspace.get("models", "stoppable").meta
@@ -158,6 +159,7 @@ def test_stop_reaches_the_users_live_run_even_if_the_stream_is_not_closed(worksp
     toml = _tiny_toml("gpt", corpus, max_steps=100_000, eval_interval=100_000, log_interval=1, preview=False)
     gen = tt.start_training(workspace, settings, "tiny", toml, "asked", False, 0, jobs=jobs)
     run = next(gen).run_state
+    next(gen)  # the run's start
     next(gen)  # a few steps in
     said: dict[str, tuple[str, int]] = {}
     stopper = threading.Thread(target=lambda: said.update(stop=tt.stop_status(workspace, run, 4, jobs=jobs)))
@@ -176,16 +178,36 @@ def test_stop_reaches_the_users_live_run_even_if_the_stream_is_not_closed(worksp
     assert not jobs.request_stop("u-stopper", "train", "asked")  # the run's claim is released
 
 
-def test_resume_shows_the_whole_curve(workspace, corpus):
-    """The loss chart after Resume starts at the run's first evaluation, not where it resumed."""
+def _train_points(view) -> list[tuple[int, float]]:
+    curve = view.loss_plot.data  # the loss chart's data: step, split, loss
+    train = curve[curve["split"] == "train"]
+    return list(zip(train["step"].astype(int), train["loss"].round(6)))
+
+
+def test_resume_continues_the_live_curve_from_the_first_step(workspace, corpus):
+    """After Stop and Resume the loss chart is the curve drawn live, from step 1, then the new
+    steps: no point from metrics.csv's interval average, nothing missing before the first eval."""
     settings = make_settings(workspace.root, device="cpu")
-    toml = _tiny_toml("gpt", corpus, max_steps=6, eval_interval=2, log_interval=1, preview=False)
-    list(tt.start_training(workspace, settings, "tiny", toml, "curve", False, 0))
-    more = tt.set_field("train.max_steps", toml, 9)
+    toml = _tiny_toml("gpt", corpus, max_steps=12, eval_interval=4, log_interval=2, preview=False)
+    first = list(tt.start_training(workspace, settings, "tiny", toml, "curve", False, 0))
+    live = _train_points(first[-1])
+    assert [s for s, _ in live] == [1, 2, 4, 6, 8, 10, 12]
+    more = tt.set_field("train.max_steps", toml, 16)
     updates = list(tt.resume_training(workspace, settings, more, "curve", 0))
-    curve = updates[-1].loss_plot.data  # the loss chart's data: step, split, loss
-    assert curve["step"].min() == 2 and curve["step"].max() == 9  # from the first evaluation on
-    assert sorted(curve[curve["split"] == "val"]["step"]) == [2, 4, 6, 8, 9]
+    assert updates[0].loss_plot.data["step"].min() == 1  # "starting" already shows the saved curve
+    resumed = _train_points(updates[-1])
+    assert resumed[: len(live)] == live  # the same points, the same values
+    assert [s for s, _ in resumed[len(live):]] == [14, 16]
+    curve = updates[-1].loss_plot.data
+    assert sorted(curve[curve["split"] == "val"]["step"]) == [4, 8, 12, 16]
+
+
+def test_a_new_start_clears_the_last_runs_curves_and_says_starting(workspace, corpus):
+    settings = make_settings(workspace.root, device="cpu")
+    toml = _tiny_toml("gpt", corpus, max_steps=2, eval_interval=2, log_interval=1, preview=False)
+    first = next(tt.start_training(workspace, settings, "tiny", toml, "fresh", False, 0))
+    assert 'data-state="starting"' in first.status and "starting" in first.status
+    assert first.loss_plot.data.empty and first.lr_plot.data.empty and first.tput_plot.data.empty
 
 
 def test_start_reads_the_form_not_a_stale_toml(workspace, corpus):

@@ -41,7 +41,14 @@ from playground.analysis.experiments.core import (
 from playground.analysis.explain import attention as am
 from playground.analysis.explain import attributions as at
 from playground.analysis.explain.agreement import kendall_tau, spearman_rho
-from playground.analysis.numerics import LOO_METHODS, loo_at_noise, model_dtype, noisy_methods, pair_note, saturation
+from playground.analysis.numerics import (
+    LOO_METHODS,
+    loo_at_noise,
+    model_dtype,
+    noisy_methods,
+    pair_note,
+    saturation,
+)
 from playground.analysis.query import Query
 from playground.errors import PlaygroundError
 
@@ -64,6 +71,19 @@ JW_DOT_SST_TAU_ATTN_GRAD = 0.07  # dot-product attention agreed less
 def jw_reference_frame() -> pd.DataFrame:
     """Jain & Wallace Table 2 as a DataFrame (for display next to the user's numbers)."""
     return pd.DataFrame(JW_TABLE2)
+
+
+def jw_reference_column(method_a: str, method_b: str) -> str | None:
+    """The Table 2 column (JW_TABLE2) a pair of methods compares with: attention against a
+    gradient (tau_attn_grad), against leave-one-out (tau_attn_loo), a gradient against
+    leave-one-out (tau_grad_loo); None for a pair the paper did not measure."""
+    kinds = {m: "grad" if m in GRADIENT_REFERENCES else "loo" if m in LOO_REFERENCES
+             else "attn" if m in ATTENTION_VIEWS else None for m in (method_a, method_b)}
+    pair = {kinds[method_a], kinds[method_b]}
+    if None in pair or len(pair) != 2:
+        return None
+    return {frozenset({"attn", "grad"}): "tau_attn_grad", frozenset({"attn", "loo"}): "tau_attn_loo",
+            frozenset({"grad", "loo"}): "tau_grad_loo"}[frozenset(pair)]
 
 
 # ========================================================================================
@@ -269,13 +289,15 @@ class PermutationResult(ExperimentResult):
         tiny = self.settings.get("small_tvd", 0.01)
         return {"median_tvd": s, "share_below": float(np.mean([m <= tiny for m in med])) if med else math.nan,
                 "small_tvd": tiny, "n_skipped": self.extra.get("n_skipped", 0),
-                "corr_max_attention": _spearman([r.max_attention for r in self.rows], med)}
+                **dict(zip(("corr_max_attention", "corr_max_attention_p"),
+                           _spearman([r.max_attention for r in self.rows], med)))}
 
 
-def _spearman(a: Sequence[float], b: Sequence[float]) -> float:
+def _spearman(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
+    """Spearman's ρ and its p-value (NaN, NaN below three examples)."""
     if len(a) < 3:
-        return math.nan
-    return spearman_rho(np.asarray(a), np.asarray(b))[0]
+        return math.nan, math.nan
+    return spearman_rho(np.asarray(a), np.asarray(b))
 
 
 def permutation_rows(probe: Probe, n_perm: int, gen: torch.Generator) -> Tensor:
@@ -541,8 +563,27 @@ def adversarial(queries: Sequence[Query], progress: ProgressFn | None = None, **
 
 
 __all__ = [
-    "JW_TABLE2", "jw_reference_frame", "AgreementRow", "AgreementResult", "iter_agreement", "agreement",
-    "compute_importances", "real_unit_mask", "PermutationRow", "PermutationResult", "permutation_rows",
-    "permutation_one", "iter_permutation", "permutation", "Adversaries", "adversarial_one", "AdversarialRow",
-    "AdversarialResult", "iter_adversarial", "adversarial", "max_possible_jsd", "head_jsd",
+    "JW_TABLE2",
+    "AdversarialResult",
+    "AdversarialRow",
+    "Adversaries",
+    "AgreementResult",
+    "AgreementRow",
+    "PermutationResult",
+    "PermutationRow",
+    "adversarial",
+    "adversarial_one",
+    "agreement",
+    "compute_importances",
+    "head_jsd",
+    "iter_adversarial",
+    "iter_agreement",
+    "iter_permutation",
+    "jw_reference_column",
+    "jw_reference_frame",
+    "max_possible_jsd",
+    "permutation",
+    "permutation_one",
+    "permutation_rows",
+    "real_unit_mask",
 ]

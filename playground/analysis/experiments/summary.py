@@ -11,10 +11,16 @@ from typing import Any
 
 from playground.analysis.divergences import LN2
 from playground.analysis.experiments.core import ExperimentResult
-from playground.analysis.experiments.jain_wallace import GRADIENT_REFERENCES, JW_TABLE2, LOO_REFERENCES
+from playground.analysis.experiments.jain_wallace import (
+    GRADIENT_REFERENCES,
+    JW_TABLE2,
+    LOO_REFERENCES,
+)
 from playground.analysis.experiments.wiegreffe_pinter import LEARNED, RETRAINED, UNIFORM
 from playground.analysis.explainer import FamilyExplainer
 from playground.families import FAMILIES
+
+SIGNIFICANCE = 0.05  # a relationship is stated only when its test's p-value is at most this
 
 
 @dataclass
@@ -124,10 +130,15 @@ def summarize_permutation(result: Any) -> Summary:
             findings.append("The prediction depends on where this attention points: scrambling it moves the output.")
         else:
             findings.append("The picture is mixed: on some examples the attention matters, on others it does not.")
-        rho = st.get("corr_max_attention")
-        if rho is not None and math.isfinite(rho):
-            findings.append(f"Examples with peakier attention (higher maximum weight) changed "
-                            f"{'more' if rho > 0 else 'less'} (Spearman ρ = {_g(rho, 2)} between maximum weight and median TVD).")
+        rho, p = st.get("corr_max_attention"), st.get("corr_max_attention_p")
+        if rho is not None and p is not None and math.isfinite(rho) and math.isfinite(p):
+            stat = f"Spearman ρ = {_g(rho, 2)} between maximum weight and median TVD, p = {_g(p, 2)}, {n} examples"
+            if p <= SIGNIFICANCE:
+                findings.append(f"Examples with peakier attention (higher maximum weight) changed "
+                                f"{'more' if rho > 0 else 'less'} ({stat}).")
+            else:
+                findings.append(f"These examples show no clear link between how peaked the attention is and how "
+                                f"much permuting it changed the output ({stat}; p > {SIGNIFICANCE}).")
     if st.get("n_skipped"):
         findings.append(f"{st['n_skipped']} example(s) had fewer than two real positions and were skipped.")
     return Summary(
@@ -212,8 +223,8 @@ def _reference_pair_finding(main: list[dict[str, Any]], refs: list[dict[str, Any
     cross = [p for p in refs if {p["method_a"], p["method_b"]} & set(GRADIENT_REFERENCES)
              and {p["method_a"], p["method_b"]} & set(LOO_REFERENCES)]
     if not cross:
-        return ["No gradient / leave-one-out pair among the references (J&W compare τ(gradient, leave-one-out) with "
-                "attention's τ against each); add one of each to make that comparison."]
+        return [("No gradient / leave-one-out pair among the references (J&W compare τ(gradient, leave-one-out) with "
+                "attention's τ against each); add one of each to make that comparison.")]
     out = []
     for p in cross:
         pair = {p["method_a"], p["method_b"]}
@@ -293,9 +304,9 @@ def summarize_uniform(result: Any) -> Summary:
 
 def summarize_seeds(result: Any) -> Summary:
     st = result.stats()
-    findings = [f"Across {result.settings.get('n_models')} models of the same preset with different seeds, the explained "
+    findings = [(f"Across {result.settings.get('n_models')} models of the same preset with different seeds, the explained "
                 f"attention rows differed by a mean JSD of {_g(st['mean_jsd']['mean'])} (median {_g(st['mean_jsd']['median'])}, "
-                f"largest pair on one example {_g(st['max_jsd']['max'])}) over {result.n_done} examples."]
+                f"largest pair on one example {_g(st['max_jsd']['max'])}) over {result.n_done} examples.")]
     adv = st["adversarial_jsd"]
     if adv["n"]:
         findings.append(f"The adversarial search reached a mean JSD of {_g(adv['mean'])} on the same examples.")
@@ -415,9 +426,9 @@ def summarize_sanity(result: Any) -> Summary:
     st = result.stats()
     layers = result.settings.get("layers", [])
     half, n = st["half_step"], st["n_layers"]
-    findings = [f"Layers re-initialised from the output down, one more per step ({' → '.join(layers)}); each map's "
+    findings = [(f"Layers re-initialised from the output down, one more per step ({' → '.join(layers)}); each map's "
                 f"Spearman ρ with the trained model's map (absolute values) after the top {half} of {n} layers and "
-                "after all of them:"]
+                "after all of them:")]
     for m in st["methods"]:
         control = " (control: defined to depend only on the input embedding)" if m["control"] else ""
         findings.append(f"{m['method']}{control}: ρ {_g(m['rho_abs_half'])} after {half}, {_g(m['rho_abs_all'])} after "

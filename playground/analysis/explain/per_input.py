@@ -98,6 +98,7 @@ class HeadGrid:
     query_labels: list[str]
     key_labels: list[str]
     kind: str  # "matrix" | "grid"
+    full: np.ndarray | None = None  # [L,H,Q,K] every recorded query and key: what the exports write
 
 
 @dataclass
@@ -172,10 +173,21 @@ class InputAnalysis:
             "numerics": self.numerics,
         }
         if self.heads is not None:
-            out["heads"] = {"names": self.heads.names, "entropy": self.heads.entropy.tolist(),
-                            "maps": self.heads.maps.tolist(), "query_labels": self.heads.query_labels,
-                            "key_labels": self.heads.key_labels, "kind": self.heads.kind}
+            out["heads"] = self._heads_dict()
         return _clean(out)
+
+    def _heads_dict(self) -> dict[str, Any]:
+        """The whole maps [layer, head, query, key] as the model computed them (every row sums to 1),
+        and under "display" the part the page draws (a text's last keys, an image's CLS row)."""
+        h, p = self.heads, self.prepared
+        assert h is not None
+        full = h.full if h.full is not None else h.maps
+        queries, keys = full.shape[-2:]
+        return {"names": h.names, "entropy": h.entropy.tolist(), "maps": full.tolist(),
+                "query_labels": p.units if queries == len(p.units) else p.rows if queries == len(p.rows) else None,
+                "key_labels": p.units if keys == len(p.units) else None,
+                "display": {"maps": h.maps.tolist(), "query_labels": h.query_labels, "key_labels": h.key_labels,
+                            "kind": h.kind}}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1, ensure_ascii=False)
@@ -268,6 +280,8 @@ def analyze_prepared(prepared: Prepared, options: AnalysisOptions | None = None,
         if progress is not None:
             progress(i / max(1, len(methods)), name)
 
+    if any(m in at.CAPTUM_METHODS for m in methods):
+        at.load_captum()  # outside the timings: its import is not the first gradient method's cost
     t0 = time.perf_counter()
     if has_attention:
         rec = am.record(q, values="norm" in methods)
@@ -357,7 +371,8 @@ def head_grid(prepared: Prepared, rec: am.Recording, window: int = 24) -> HeadGr
     names = am.explaining_maps(q)
     full = torch.stack([rec.maps[n][prepared.selected] for n in names])  # [L,H,Q,K]
     maps, ent, query_labels, key_labels, layout = q.explainer.head_maps(prepared, full, window)
-    return HeadGrid(names, maps.cpu().numpy(), ent.cpu().numpy(), query_labels, key_labels, layout)
+    return HeadGrid(names, maps.cpu().numpy(), ent.cpu().numpy(), query_labels, key_labels, layout,
+                    full=wide(full.detach()).cpu().numpy())
 
 
 # ----------------------------------------------------------------------------------------
