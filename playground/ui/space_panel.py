@@ -97,7 +97,7 @@ def refresh(space: UserSpace) -> pd.DataFrame:
 def build(ctx: AppContext) -> None:
     """Lay out the panel (inside an accordion the app places under its header)."""
     gr.Markdown(ABOUT)
-    table = Table(headers=COLUMNS, interactive=False, elem_id="space-table", max_height=260)
+    # The fields and buttons above the table, inside a laptop's window; the table scrolls below.
     with gr.Row():
         kind = gr.Radio(["model", "tokenizer"], value="model", label="Kind", scale=1, elem_id="space-kind")
         name = gr.Textbox(label="Name (one of yours)", elem_id="space-name", scale=2)
@@ -111,6 +111,7 @@ def build(ctx: AppContext) -> None:
         yes = gr.Button("Yes, delete", variant="stop", size="sm", elem_id="space-confirm-yes", scale=0)
         no = gr.Button("Keep it", size="sm", elem_id="space-confirm-no", scale=0)
     status = gr.Markdown(elem_id="space-status")
+    table = Table(headers=COLUMNS, interactive=False, elem_id="space-table", max_height=260)
     private = {"api_visibility": "undocumented", "queue": False, "show_progress": "hidden"}
     share_btn.click(ctx.per_user(share_entry), [ctx.user, kind, name, as_name, ctx.workspace_version],
                     [status, table, ctx.workspace_version], api_name="space_share", queue=False)
