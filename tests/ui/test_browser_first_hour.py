@@ -6,6 +6,12 @@ import uuid
 import pytest
 
 from tests.ui.browser_helpers import BROWSER, new_browser, open_app, open_tab, text_of
+from tests.ui.test_browser_handoff import (
+    choose,
+    error_panels,
+    generate_pick,
+    open_tab_selected,
+)
 
 pytestmark = BROWSER
 LAPTOP = "1366,768"  # headless Chromium leaves a 1366x625 viewport, what a student's browser shows
@@ -105,3 +111,100 @@ def build_and_save_tokenizer(driver, wait, name: str) -> None:
     driver.find_element(By.CSS_SELECTOR, "#tok-name textarea, #tok-name input").send_keys(name)
     driver.find_element(By.ID, "tok-save").click()
     wait.until(lambda d: name in text_of(d, "#tok-save-status"))
+
+
+def _mark_chart(driver, elem_id: str) -> None:
+    """Tag the chart now drawn in `elem_id`, so `_redrawn` can tell when a new one replaces it."""
+    driver.execute_script("const c = document.querySelector(`#${arguments[0]} .vega-embed`); if (c) c.__seen = true;",
+                          elem_id)
+
+
+def _redrawn(driver, elem_id: str) -> bool:
+    """Whether `elem_id` shows a chart drawn after the last `_mark_chart`."""
+    return driver.execute_script("const c = document.querySelector(`#${arguments[0]} .vega-embed`);"
+                                 "return !!c && !c.__seen;", elem_id)
+
+
+def _toasts(driver) -> str:
+    return " ".join(e.text for e in driver.find_elements("css selector", "[data-testid='toast-body']"))
+
+
+def test_typing_095_into_top_p_raises_no_toast(laptop, app_server):
+    """Type 0.95 into Top-p's box key by key and leave it: the distribution redraws for 0.95 and
+    no red toast appears (the half-typed "0" and "0." are never checked)."""
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = open_app(laptop, app_server.url)
+    open_tab(laptop, wait, "Generate")
+    wait.until(lambda d: d.find_elements("css selector", "#generate-dist .vega-embed"))  # the first drawing
+    box = next(b for b in laptop.find_elements("css selector", "input[type='number']")
+               if b.get_attribute("aria-label") == "number input for Top-p (nucleus)")
+    _mark_chart(laptop, "generate-dist")
+    box.click()
+    box.send_keys(Keys.CONTROL, "a", Keys.DELETE)
+    for key in "0.95":
+        box.send_keys(key)
+    box.send_keys(Keys.TAB)  # leave the box: now it counts
+    WebDriverWait(laptop, 60).until(lambda d: _redrawn(d, "generate-dist"))
+    assert box.get_attribute("value") == "0.95"
+    assert "Top-p" not in _toasts(laptop), _toasts(laptop)
+    assert not laptop.find_elements("css selector", ".toast-wrap .error, [data-testid='toast-body'].error")
+
+
+def test_explain_in_analyze_explains_the_picked_token(laptop, app_server):
+    """Generate, pick a token, press "Explain in Analyze": the Analyze tab opens and explains that
+    token by itself (no second press of Explain), with the result in the window."""
+    from selenium.webdriver.common.by import By
+
+    wait = open_app(laptop, app_server.url, timeout=120)
+    generate_pick(laptop, wait, "gpt-python-docs-char")
+    prompt = laptop.find_element(By.CSS_SELECTOR, "#generate-prompt textarea")
+    prompt.clear()
+    prompt.send_keys("def f(x):")
+    for max_new in laptop.find_elements(By.CSS_SELECTOR, "#generate-max-new input[type='number']"):
+        max_new.clear()
+        max_new.send_keys("6")
+    laptop.find_element(By.ID, "generate-run").click()
+    wait.until(lambda d: "tokens in" in text_of(d, "#generate-stats"))
+    picked = choose(laptop, wait, "generate-token", index=1)
+    laptop.find_element(By.ID, "generate-explain").click()
+    wait.until(lambda d: open_tab_selected(d, "Analyze"))
+    wait.until(lambda d: "Target" in text_of(d, "#analyze-summary"))
+    summary = " ".join(text_of(laptop, "#analyze-summary").split())
+    assert "predicted" in summary and "Time:" in summary, summary
+    assert laptop.find_element(By.CSS_SELECTOR, "#analyze-importance .vega-embed")
+    assert "next token" in text_of(laptop, "#analyze-about"), picked
+    top = laptop.execute_script("return document.getElementById('analyze-summary').getBoundingClientRect().top")
+    assert 0 <= top < laptop.execute_script("return window.innerHeight"), f"the result starts at y={top}, out of view"
+    assert error_panels(laptop) == 0
+    laptop.save_screenshot("/tmp/shots-i30ui/explain-in-analyze.png")
+
+
+MAIN_BUTTONS = (("Tokenizer", "tok-build"), ("Train", "train-start"), ("Generate", "generate-run"),
+                ("Analyze", "analyze-run"), ("My space", "space-share"), ("My space", "space-delete"))
+
+
+def _in_window(driver, elem_id: str) -> tuple[bool, float]:
+    """Whether the element lies wholly inside the window (scrolled to the top), and its bottom edge."""
+    driver.execute_script("window.scrollTo(0, 0)")
+    bottom = driver.execute_script("return document.getElementById(arguments[0]).getBoundingClientRect().bottom",
+                                   elem_id)
+    return 0 < bottom <= driver.execute_script("return window.innerHeight"), bottom
+
+
+def test_main_buttons_inside_a_laptop_window(laptop, app_server):
+    """Each tab's main button shows without scrolling in a 1366x768 window, Train's Start also
+    under the preset with the longest description (about 300 words)."""
+    wait = open_app(laptop, app_server.url)
+    assert laptop.execute_script("return window.innerHeight") <= 640  # what a 768-pixel screen leaves
+    for tab, button in MAIN_BUTTONS:
+        open_tab(laptop, wait, tab)
+        wait.until(lambda d, b=button: shown(d, b))
+        inside, bottom = _in_window(laptop, button)
+        assert inside, f"{tab}: #{button} ends at y={bottom:.0f}, below the window"
+    open_tab(laptop, wait, "Train")
+    choose(laptop, wait, "train-preset", "nanogpt-cpu-fast")
+    wait.until(lambda d: "nanogpt-cpu-fast" in text_of(d, "#train-description"))
+    inside, bottom = _in_window(laptop, "train-start")
+    assert inside, f"under nanogpt-cpu-fast, Start ends at y={bottom:.0f}, below the window"
