@@ -33,17 +33,17 @@ from playground.ui.tables import Table
 from playground.ui.updates import Updates
 from playground.workspace import Workspace
 
-# Explain's click, in the browser: the summary line says the analysis started, and when that line
-# (where the progress bar and the results show) is low in the window, as it is under the
-# controls on a laptop, the page scrolls it up to just under the Explain and Stop buttons
-# (gradio's scroll_to_output does not scroll in this version of its frontend).
+# Explain's click, in the browser: the summary line (under the Explain and Stop buttons, where the
+# progress bar and then the summary show) says the analysis started, and the page scrolls the
+# buttons up to the top of the window, so that the results below the form come into view on a
+# laptop (gradio's scroll_to_output does not scroll in this version of its frontend).
 EXPLAIN_JS = """() => {
-  const summary = document.getElementById('analyze-summary');
-  const top = summary ? summary.getBoundingClientRect().top : 0;
-  if (top > window.innerHeight * 0.6) {
-    window.scrollTo({top: top + window.scrollY - 90, behavior: 'smooth'});  // Explain and Stop stay in view
+  const buttons = document.getElementById('analyze-run');
+  const top = buttons ? buttons.getBoundingClientRect().top : 0;
+  if (top > 16) {
+    window.scrollTo({top: top + window.scrollY - 8, behavior: 'smooth'});  // Explain and Stop stay in view
   }
-  return 'Explaining… (the progress bar below shows how far)';
+  return 'Explaining… (the progress bar here shows how far)';
 }"""
 
 PUBLISHED = """Jain & Wallace (2019), Table 2, BiLSTM + additive attention: mean Kendall τ (share of
@@ -344,6 +344,7 @@ def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, abou
             with gr.Row():
                 run_btn = gr.Button("Explain", variant="primary", elem_id="analyze-run")
                 stop_btn = gr.Button("Stop", elem_id="analyze-stop")
+            summary = gr.Markdown(elem_id="analyze-summary")
         with gr.Column(scale=2):
             position = gr.Textbox(label="Query position (token index; blank = last)", value="", max_lines=1,
                                   elem_id="analyze-position")
@@ -363,7 +364,6 @@ def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, abou
                                       info=f"for a saturated output (1 − p near float32's resolution): every method "
                                            f"runs on a float64 copy; models up to {FLOAT64_MAX_PARAMETERS:,} parameters")
                 gr.Markdown("Methods: " + "; ".join(f"`{k}` {v}" for k, v in METHODS.items()))
-    summary = gr.Markdown(elem_id="analyze-summary")
     importance = Chart(label="Importance per method", elem_id="analyze-importance")
     agreement = Table(label="Agreement between every pair of methods (special tokens excluded)",
                       visible=False, elem_id="analyze-agreement", interactive=False)
