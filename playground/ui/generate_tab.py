@@ -58,6 +58,14 @@ def _generator(bundle):
     return generator_of(bundle)
 
 
+def metric_text(value: Any) -> str:
+    """A metric as a person reads it: 4 significant digits, thousands in full with separators
+    (18,512 tokens/s, not 1.851e+04)."""
+    if isinstance(value, float) and abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
 def describe(bundle) -> str:
     """One line about a checkpoint: family, size, training step, metrics."""
     cfg = bundle.model_config
@@ -67,7 +75,7 @@ def describe(bundle) -> str:
         if hasattr(cfg, key):
             size.append(f"{key} {getattr(cfg, key)}")
     metrics = bundle.config.get("metrics") or {}
-    shown = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in list(metrics.items())[:3])
+    shown = ", ".join(f"{k} {metric_text(v)}" for k, v in list(metrics.items())[:3])
     what = _generator(bundle).controls.hint
     params = bundle.model.num_parameters() if hasattr(bundle.model, "num_parameters") else None
     return (f"**{bundle.name}** — {bundle.family} · {' · '.join(size)}"

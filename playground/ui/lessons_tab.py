@@ -13,7 +13,7 @@ from playground.scratch import download_dir
 from playground.ui import claims_view
 from playground.ui.components import Chart, Slider
 from playground.ui.context import AppContext, user_errors
-from playground.ui.tables import Table
+from playground.ui.tables import Table, column_widths
 
 LANE = "lessons"  # the lessons' own queue lane: many students pressing at once wait here, not elsewhere
 LANE_SLOTS = 2
@@ -79,7 +79,8 @@ def view_updates(lesson: Lesson, view: LessonView) -> list[Any]:
     out: list[Any] = [notes_markdown(view)]
     out += [gr.update(value=c, visible=True) for c in charts]
     out += [gr.update(value=None, visible=False)] * (lesson.max_charts - len(charts))
-    out += [gr.update(value=frame, label=name, visible=True) for name, frame in tables]
+    out += [gr.update(value=frame, label=name, visible=True, column_widths=column_widths(frame))
+            for name, frame in tables]
     out += [gr.update(value=None, visible=False)] * (lesson.max_tables - len(tables))
     out.append(data_csv(lesson, view))
     return out
