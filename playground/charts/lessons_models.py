@@ -8,7 +8,9 @@ from playground.charts.layout import FULL, fit_width, panel_width
 
 HEIGHT = 240
 HALF_FULL = FULL // 2 - 20  # two charts side by side in a full-width row
-PANEL = panel_width(FULL, 2, 120)  # each of two concatenated panels (axes and legend beside)
+# Each of two panels stacked in a half-width box (a lesson shows two charts a row): its plot
+# width, leaving room for the y axis's labels and title beside it.
+STACKED = HALF_FULL - 110
 
 
 def parts_chart(parts: pd.DataFrame, title: str) -> alt.Chart:
@@ -43,7 +45,7 @@ def flops_context_chart(flops: pd.DataFrame, context: int) -> alt.LayerChart:
     return fit_width(alt.layer(bars, rule).properties(height=HEIGHT, title="Where the FLOPs go as T grows"), HALF_FULL)
 
 
-def norm_placement_chart(probe: pd.DataFrame) -> alt.HConcatChart:
+def norm_placement_chart(probe: pd.DataFrame) -> alt.VConcatChart:
     """Per layer at init: residual-stream RMS and block gradient norm, pre- vs post-LN.
     `probe`: placement, layer, activation_rms, grad_norm."""
     base = alt.Chart(probe).mark_line(point=True).encode(
@@ -53,13 +55,13 @@ def norm_placement_chart(probe: pd.DataFrame) -> alt.HConcatChart:
                  alt.Tooltip("grad_norm:Q", format=".3g")],
     )
     acts = base.encode(y=alt.Y("activation_rms:Q", title="RMS of the block's output")).properties(
-        width=PANEL, height=HEIGHT, title="Activations at init")
+        width=STACKED, height=HEIGHT, title="Activations at init")
     grads = base.encode(y=alt.Y("grad_norm:Q", title="‖∂loss/∂θ‖ of the block", scale=alt.Scale(type="log"))).properties(
-        width=PANEL, height=HEIGHT, title="Gradients at init")
-    return alt.hconcat(acts, grads, spacing=30)
+        width=STACKED, height=HEIGHT, title="Gradients at init")
+    return alt.vconcat(acts, grads, spacing=20)
 
 
-def attention_cost_chart(cost: pd.DataFrame) -> alt.HConcatChart:
+def attention_cost_chart(cost: pd.DataFrame) -> alt.VConcatChart:
     """Bytes and milliseconds against T (log-log): the computed T×T matrix, then each path measured.
     `cost`: T, score_matrix_bytes, explicit_bytes, fused_bytes, explicit_ms, fused_ms."""
     names = {"score_matrix_bytes": "one T×T matrix (computed)", "explicit_bytes": "explicit path (measured)",
@@ -73,13 +75,13 @@ def attention_cost_chart(cost: pd.DataFrame) -> alt.HConcatChart:
         x=x, y=alt.Y("bytes:Q", title="bytes", scale=alt.Scale(type="log")),
         color=alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", columns=1)),
         tooltip=["series", "T", alt.Tooltip("bytes:Q", format=",")],
-    ).properties(width=PANEL, height=HEIGHT, title="Memory of one attention call")
+    ).properties(width=STACKED, height=HEIGHT, title="Memory of one attention call")
     time_ = alt.Chart(timing).mark_line(point=True).encode(
         x=x, y=alt.Y("ms:Q", title="milliseconds (this server)", scale=alt.Scale(type="log")),
         color=alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", columns=1)),
         tooltip=["series", "T", alt.Tooltip("ms:Q", format=".2f")],
-    ).properties(width=PANEL, height=HEIGHT, title="Time of one attention call")
-    return alt.hconcat(mem, time_, spacing=30).resolve_scale(color="independent")
+    ).properties(width=STACKED, height=HEIGHT, title="Time of one attention call")
+    return alt.vconcat(mem, time_, spacing=20).resolve_scale(color="independent")
 
 
 def merge_counts_chart(counts: pd.DataFrame) -> alt.LayerChart:

@@ -14,6 +14,8 @@ and device with functools.partial.
 """
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,17 +33,17 @@ from playground.ui.tables import Table
 from playground.ui.updates import Updates
 from playground.workspace import Workspace
 
-# Explain's click, in the browser: the summary line says the analysis started, and when that line
-# (where the progress bar and the results show) is low in the window, as it is under the
-# controls on a laptop, the page scrolls it up to just under the Explain and Stop buttons
-# (gradio's scroll_to_output does not scroll in this version of its frontend).
+# Explain's click, in the browser: the summary line (under the Explain and Stop buttons, where the
+# progress bar and then the summary show) says the analysis started, and the page scrolls the
+# buttons up to the top of the window, so that the results below the form come into view on a
+# laptop (gradio's scroll_to_output does not scroll in this version of its frontend).
 EXPLAIN_JS = """() => {
-  const summary = document.getElementById('analyze-summary');
-  const top = summary ? summary.getBoundingClientRect().top : 0;
-  if (top > window.innerHeight * 0.6) {
-    window.scrollTo({top: top + window.scrollY - 90, behavior: 'smooth'});  // Explain and Stop stay in view
+  const buttons = document.getElementById('analyze-run');
+  const top = buttons ? buttons.getBoundingClientRect().top : 0;
+  if (top > 16) {
+    window.scrollTo({top: top + window.scrollY - 8, behavior: 'smooth'});  // Explain and Stop stay in view
   }
-  return 'Explaining… (the progress bar below shows how far)';
+  return 'Explaining… (the progress bar here shows how far)';
 }"""
 
 PUBLISHED = """Jain & Wallace (2019), Table 2, BiLSTM + additive attention: mean Kendall τ (share of
@@ -164,6 +166,29 @@ def checkpoint_changed(workspace: Workspace, checkpoint: str | None, handoff: di
         methods=gr.update(choices=view["methods"], value=view["defaults"]),
         explanation=Explanation.cleared(),
     )
+
+
+def checkpoint_switched(workspace: Workspace, checkpoint: str | None, handoff: dict | None = None) -> CheckpointControls:
+    """`checkpoint_changed` for the dropdown's change event. When the change comes from a hand-off
+    (Generate's "Explain in Analyze" sets the checkpoint), the explanation it started is kept:
+    `from_selection` has already cleared the old one."""
+    controls = checkpoint_changed(workspace, checkpoint, handoff)
+    if handoff and handoff.get("checkpoint") == checkpoint:
+        return dataclasses.replace(controls, explanation=Explanation(*[gr.skip()] * 6))
+    return controls
+
+
+def explain_handoff(run: Callable[..., Explanation]) -> Callable[..., Explanation]:
+    """The Explain handler for a hand-off from the Generate tab: `run` when a target was handed
+    over (the hand-off state is its second-to-last input), nothing otherwise."""
+    def run_handed(space: Any, *args: Any, progress: Any = None) -> Explanation:
+        handed = args[-2]
+        if not (handed and handed.get("checkpoint") == args[0]):
+            return Explanation(*[gr.skip()] * 6)
+        return run(space, *args, progress=progress)
+
+    run_handed.__name__ = "analyze_handoff"
+    return run_handed
 
 
 def handoff_of(workspace: Workspace, selection: dict | None) -> dict | None:
@@ -315,6 +340,11 @@ def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, abou
             image = ReadableImage(label="Image", type="numpy", visible=False, elem_id="analyze-image", height=220)
             sample = gr.Dropdown(label="…or a sample from the checkpoint's validation data", choices=[], value=None,
                                  visible=False, elem_id="analyze-sample")
+            # Under the input, inside a laptop's window (the methods' list makes the right column long).
+            with gr.Row():
+                run_btn = gr.Button("Explain", variant="primary", elem_id="analyze-run")
+                stop_btn = gr.Button("Stop", elem_id="analyze-stop")
+            summary = gr.Markdown(elem_id="analyze-summary")
         with gr.Column(scale=2):
             position = gr.Textbox(label="Query position (token index; blank = last)", value="", max_lines=1,
                                   elem_id="analyze-position")
@@ -334,10 +364,6 @@ def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, abou
                                       info=f"for a saturated output (1 − p near float32's resolution): every method "
                                            f"runs on a float64 copy; models up to {FLOAT64_MAX_PARAMETERS:,} parameters")
                 gr.Markdown("Methods: " + "; ".join(f"`{k}` {v}" for k, v in METHODS.items()))
-            with gr.Row():
-                run_btn = gr.Button("Explain", variant="primary", elem_id="analyze-run")
-                stop_btn = gr.Button("Stop", elem_id="analyze-stop")
-    summary = gr.Markdown(elem_id="analyze-summary")
     importance = Chart(label="Importance per method", elem_id="analyze-importance")
     agreement = Table(label="Agreement between every pair of methods (special tokens excluded)",
                       visible=False, elem_id="analyze-agreement", interactive=False)
@@ -352,23 +378,27 @@ def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, abou
                              heads=heads, files=files)
     controls = CheckpointControls.wire(about=about, text=text, image=image, sample=sample, position=position,
                                        target=target, methods=methods, explanation=shown)
-    checkpoint.change(ctx.per_user(checkpoint_changed), [ctx.user, checkpoint, handoff], controls,
+    checkpoint.change(ctx.per_user(checkpoint_switched), [ctx.user, checkpoint, handoff], controls,
                       api_name="analyze_checkpoint", queue=False, show_progress="hidden")
     image.upload(lambda: gr.update(value=None), None, [sample], queue=False, show_progress="hidden",
                  api_visibility="private")
 
     def _run(space, checkpoint, text, image, sample, position, target, methods, layer, head, ig_steps, ig_auto, handoff,
-             f64=False, progress=gr.Progress()):
+             f64=False, progress=gr.Progress()):  # noqa: B008 - gradio finds its tracker by this default
         return run_analysis(space, device, checkpoint, text, image, sample, position, target, methods, layer, head,
                             ig_steps, ig_auto, handoff, progress, max_ig_steps=ctx.settings.caps.max_ig_steps,
                             caps=ctx.settings.caps, float64=bool(f64))
 
+    run_inputs = [ctx.user, checkpoint, text, image, sample, position, target, methods, layer, head, ig_steps, ig_auto,
+                  handoff, float64]
     event = run_btn.click(None, None, [summary], js=EXPLAIN_JS, queue=False, show_progress="hidden").then(
-        ctx.per_user(_run), [ctx.user, checkpoint, text, image, sample, position, target, methods, layer, head, ig_steps, ig_auto, handoff,
-                             float64],
-        shown, api_name="analyze", **ctx.analysis())
-    stop_btn.click(None, None, None, cancels=[event], api_visibility="private")
-    ctx.selection.change(ctx.per_user(from_selection), [ctx.user, ctx.selection],
-                         Selection.wire(checkpoint=checkpoint, handoff=handoff, controls=controls),
-                         api_name="analyze_from_selection", queue=False,
-                         show_progress="hidden")
+        ctx.per_user(_run), run_inputs, shown, api_name="analyze", **ctx.analysis())
+    # "Explain in Analyze" (Generate) fills the form and explains the picked target at once: the
+    # student asked for an explanation, not for a form to finish (issue #30).
+    handed = ctx.selection.change(ctx.per_user(from_selection), [ctx.user, ctx.selection],
+                                  Selection.wire(checkpoint=checkpoint, handoff=handoff, controls=controls),
+                                  api_name="analyze_from_selection", queue=False,
+                                  show_progress="hidden").success(
+        None, None, [summary], js=EXPLAIN_JS, queue=False, show_progress="hidden").then(
+        ctx.per_user(explain_handoff(_run)), run_inputs, shown, api_visibility="undocumented", **ctx.analysis())
+    stop_btn.click(None, None, None, cancels=[event, handed], api_visibility="private")

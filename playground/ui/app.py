@@ -47,7 +47,10 @@ BROWSER_KEY = "transformer-playground-user"
 # gr.Plot centres a chart wider than its box and clips both sides (the y axis goes first). Charts
 # are drawn to fit their boxes at a desktop width (playground.charts.layout); in a narrower
 # window they start at the left edge and scroll instead of losing an axis.
-APP_CSS = ".altair { align-items: flex-start !important; overflow-x: auto; }"
+APP_CSS = (".altair { align-items: flex-start !important; overflow-x: auto; }"
+           # A chart's label badge floats over the top-left corner of its box, where the chart's own
+           # title starts ("…tance of each input token"): the chart starts below the badge.
+           " .block:has(> label[data-testid='block-label'].float) > .altair { padding-top: 28px; }")
 # The page (~570 KB of HTML) and /config (~380 KB of JSON) carry every component and event:
 # gzip sends about a twelfth to each browser (Starlette leaves the queue's event streams alone),
 # and PageCache answers the same request again from memory instead of rebuilding both.

@@ -339,7 +339,7 @@ def show_example(result_path: str | None, index: float) -> Any:
         return _empty("Original vs adversarial attention", "this result has no per-example attention")
     key = str(int(index or 0))
     if key not in att:
-        key = sorted(att, key=int)[0]
+        key = min(att, key=int)
     entry = att[key]
     units = ((data.get("extra") or {}).get("units") or {}).get(key) or [str(i) for i in range(len(entry["original"]))]
     return attention_pair_chart(units, entry["original"], entry.get("adversarial"), entry.get("real"))
@@ -484,12 +484,12 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None, tab: gr.Tab | 
     if tab is not None:
         tab.select(lambda: True, None, [opened], queue=False, show_progress="hidden", api_visibility="private").then(
             estimate_fn, api_visibility="private", **estimate_io)
-    gr.on([experiment.change, module.change, n.change, steps.change, k.change, n_perm.change, heads.change,
+    gr.on([experiment.change, module.change, n.release, steps.change, k.change, n_perm.change, heads.change,
            seed.change], estimate_fn, trigger_mode="always_last", api_visibility="private",  # a page helper only
           **estimate_io)
 
     def _run(space, c, e, n_, s, m, h, eps, npm, stp, k_, v, r, meth, lv, sd, rs, f64=False, shuffle=False,
-             progress=gr.Progress()):
+             progress=gr.Progress()):  # noqa: B008 - gradio finds its tracker by this default
         with ctx.jobs.claim(space.key, "experiment", e or "experiment", st.caps.max_experiments_per_user, "experiment"):
             yield from run_experiment(space, st, c, e, n_, s, m, h, eps, npm, stp, k_, v, r, meth, lv, sd, rs, progress,
                                       float64=bool(f64), label_randomisation=bool(shuffle))
@@ -503,7 +503,7 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None, tab: gr.Tab | 
         api_name="experiments_run",
         **ctx.heavy())
 
-    def _retrain(space, c, rs, version, progress=gr.Progress()):
+    def _retrain(space, c, rs, version, progress=gr.Progress()):  # noqa: B008 - as above
         with ctx.jobs.claim(space.key, "experiment", f"retrain {c}", st.caps.max_experiments_per_user, "experiment"):
             yield from retrain_uniform(space, st, c, rs, version, progress)
 

@@ -58,6 +58,14 @@ def _generator(bundle):
     return generator_of(bundle)
 
 
+def metric_text(value: Any) -> str:
+    """A metric as a person reads it: 4 significant digits, thousands in full with separators
+    (18,512 tokens/s, not 1.851e+04)."""
+    if isinstance(value, float) and abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
 def describe(bundle) -> str:
     """One line about a checkpoint: family, size, training step, metrics."""
     cfg = bundle.model_config
@@ -67,7 +75,7 @@ def describe(bundle) -> str:
         if hasattr(cfg, key):
             size.append(f"{key} {getattr(cfg, key)}")
     metrics = bundle.config.get("metrics") or {}
-    shown = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in list(metrics.items())[:3])
+    shown = ", ".join(f"{k} {metric_text(v)}" for k, v in list(metrics.items())[:3])
     what = _generator(bundle).controls.hint
     params = bundle.model.num_parameters() if hasattr(bundle.model, "num_parameters") else None
     return (f"**{bundle.name}** — {bundle.family} · {' · '.join(size)}"
@@ -504,6 +512,11 @@ def build(ctx: AppContext) -> None:
             with gr.Column(visible=False) as image_col:
                 image = ReadableImage(label="Image", type="filepath", image_mode="RGB", elem_id="generate-image", height=220)
                 invert = gr.Checkbox(label="Invert (dark ink on light paper)", value=False)
+            # The buttons right under the input, inside a laptop's window; the knobs follow.
+            with gr.Row():
+                gen_btn = gr.Button("Generate", variant="primary", elem_id="generate-run")
+                classify_btn = gr.Button("Classify", variant="primary", visible=False, elem_id="generate-classify")
+                stop_btn = gr.Button("Stop", variant="stop", elem_id="generate-stop")
             with gr.Group(visible=True) as lm_group:
                 temperature = Slider(0, 2, value=1.0, step=0.05, label="Temperature", info="0 = greedy",
                                      elem_id="generate-temperature")
@@ -525,10 +538,6 @@ def build(ctx: AppContext) -> None:
                                 elem_id="generate-max-new")
             context = gr.Radio(CONTEXT_CHOICES, value="window", label="Past the block size", visible=False,
                                elem_id="generate-context")
-            with gr.Row():
-                gen_btn = gr.Button("Generate", variant="primary", elem_id="generate-run")
-                classify_btn = gr.Button("Classify", variant="primary", visible=False, elem_id="generate-classify")
-                stop_btn = gr.Button("Stop", variant="stop", elem_id="generate-stop")
         with gr.Column(scale=3):
             output = gr.HTML(elem_id="generate-output")
             stats = gr.Markdown(elem_id="generate-stats")
@@ -554,7 +563,7 @@ def build(ctx: AppContext) -> None:
                 length_stats = gr.Markdown(elem_id="generate-length-stats")
                 length_plot = Chart(label="Loss per position", elem_id="generate-length")
             with gr.Row():
-                dist_csv = gr.DownloadButton("Distribution CSV", size="sm")
+                dist_csv = gr.DownloadButton("Distribution CSV", size="sm", elem_id="generate-dist-csv")
                 table_csv = gr.DownloadButton("Tokens CSV", size="sm")
                 align_csv = gr.DownloadButton("Alignment / classes CSV", size="sm")
                 routing_csv = gr.DownloadButton("Expert routing CSV", size="sm")
@@ -594,8 +603,10 @@ def build(ctx: AppContext) -> None:
                      [length_plot, length_stats], api_name="generate_position_loss", show_progress="minimal",
                      **ctx.analysis())
     dist_inputs = [ctx.user, model, prompt, temperature, top_k, top_p, min_p, result, picker]
+    # The knobs redraw on release (a drag let go, or the number box left), never per keystroke: a
+    # half-typed "0." of Top-p is below its minimum and raised a red toast while typing 0.95.
     gr.on(
-        [model.change, prompt.change, temperature.change, top_k.change, top_p.change, min_p.change, picker.change],
+        [model.change, prompt.change, temperature.release, top_k.release, top_p.release, min_p.release, picker.change],
         U(distribution), dist_inputs, [dist_plot, dist_csv],
         api_name="generate_distribution", show_progress="hidden", trigger_mode="always_last",
     )

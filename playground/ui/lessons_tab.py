@@ -13,7 +13,7 @@ from playground.scratch import download_dir
 from playground.ui import claims_view
 from playground.ui.components import Chart, Slider
 from playground.ui.context import AppContext, user_errors
-from playground.ui.tables import Table
+from playground.ui.tables import Table, column_widths
 
 LANE = "lessons"  # the lessons' own queue lane: many students pressing at once wait here, not elsewhere
 LANE_SLOTS = 2
@@ -79,7 +79,8 @@ def view_updates(lesson: Lesson, view: LessonView) -> list[Any]:
     out: list[Any] = [notes_markdown(view)]
     out += [gr.update(value=c, visible=True) for c in charts]
     out += [gr.update(value=None, visible=False)] * (lesson.max_charts - len(charts))
-    out += [gr.update(value=frame, label=name, visible=True) for name, frame in tables]
+    out += [gr.update(value=frame, label=name, visible=True, column_widths=column_widths(frame))
+            for name, frame in tables]
     out += [gr.update(value=None, visible=False)] * (lesson.max_tables - len(tables))
     out.append(data_csv(lesson, view))
     return out
@@ -168,6 +169,10 @@ def build(ctx: AppContext) -> None:
     """Lay out the Lessons tab: an intro line, one inner tab per lesson, then the claims reproduced."""
     gr.Markdown(INTRO)
     lessons = list(all_lessons().values())
+    # Only gr.Tab children inside the gr.Tabs: gradio's frontend numbers a tab by its position
+    # among *all* the Tabs' children and files it at that index of its tab list, so one State in
+    # between made each later tab overwrite its right neighbour when clicked (issue #30).
+    drawn = gr.State(False)  # the first lesson has been drawn in this page
     with gr.Tabs(elem_id="lessons-tabs"):
         for i, lesson in enumerate(lessons):
             with gr.Tab(lesson.label, id=f"lesson-{lesson.name}", elem_id=f"lesson-tab-{lesson.name}") as tab:
@@ -178,7 +183,6 @@ def build(ctx: AppContext) -> None:
                 tab.select(handler, widgets, outputs, api_visibility="undocumented",
                            concurrency_id=LANE, concurrency_limit=LANE_SLOTS)
             elif ctx.tab is not None:
-                drawn = gr.State(False)
                 ctx.tab.select(_once(handler, len(outputs)), [drawn, *widgets], [*outputs, drawn],
                                api_visibility="undocumented", concurrency_id=LANE, concurrency_limit=LANE_SLOTS)
         with gr.Tab("Claims, reproduced", id="lesson-claims", elem_id="lesson-tab-claims"):

@@ -1,13 +1,16 @@
 """The "Your space" panel: what this user can see (own, shared, library), Share and Delete."""
 from __future__ import annotations
 
+from typing import Any
+
 import gradio as gr
 import pandas as pd
 
-from playground.errors import PlaygroundError
-from playground.spaces import UserSpace, space_rows
+from playground.errors import NotFoundError, PlaygroundError
+from playground.spaces import ReadOnlyError, UserSpace, shared_owner, space_rows
 from playground.ui.context import AppContext
 from playground.ui.tables import Table
+from playground.workspace import validate_name
 
 COLUMNS = ["kind", "name", "origin", "what", "step"]
 ABOUT = (
@@ -28,17 +31,62 @@ def _kind(label: str | None) -> str:
     return f"{label}s"
 
 
+def problem(action: str, exc: PlaygroundError) -> str:
+    """The status line for a refused action: what failed and the message that says what to change."""
+    return f"**Could not {action}:** {exc}"
+
+
 def share_entry(space: UserSpace, label: str | None, name: str | None, as_name: str | None, version: int):
-    """Share one of the user's own entries; returns (status, table, version + 1)."""
-    entry = space.share(_kind(label), name or "", (as_name or "").strip() or None)
+    """Share one of the user's own entries; returns (status, table, version + 1). A refusal
+    (no such entry, a taken name) is the status line, with the table and version left as they are:
+    these events run unqueued, where gradio shows no toast, so a raised error was a bare "Error"."""
+    try:
+        entry = space.share(_kind(label), name or "", (as_name or "").strip() or None)
+    except PlaygroundError as exc:
+        return problem("share", exc), gr.skip(), gr.skip()
     return f"Shared {label} {entry.name!r}: every user of this server can now use it (read-only).", \
         space_table(space), version + 1
 
 
+def deletable(space: UserSpace, kind: str, name: str) -> str:
+    """What deleting `name` would remove ("your model 'x'"); raises the message a refused Delete
+    shows (a library or someone else's shared entry, or no entry of that name)."""
+    name = validate_name(name)
+    what = kind[:-1]
+    if space.own.exists(kind, name):
+        return f"your {what} {name!r}"
+    if shared_owner(space.shared, kind, name) == space.key:
+        return f"your shared copy of {what} {name!r}"
+    origin = space.origin(kind, name)
+    if origin == "library":
+        raise ReadOnlyError(f"{name!r} is a {what} of the library (shipped or the instructor's), read-only to you.")
+    if origin == "shared":
+        raise ReadOnlyError(f"{name!r} is a {what} someone else shared, read-only to you.")
+    have = ", ".join(sorted(space.own.names(kind))) or "none yet"
+    raise NotFoundError(f"No {what} named {name!r} in your space (yours: {have}).")
+
+
+def ask_delete(space: UserSpace, label: str | None, name: str | None):
+    """Delete's first step: (the confirmation row, its question, the status line). Nothing is
+    deleted until "Yes, delete" is pressed; a name that cannot be deleted is refused here."""
+    try:
+        what = deletable(space, _kind(label), name or "")
+    except PlaygroundError as exc:
+        return gr.update(visible=False), gr.skip(), problem("delete", exc)
+    return gr.update(visible=True), f"Delete {what} for good? This cannot be undone.", ""
+
+
 def delete_entry(space: UserSpace, label: str | None, name: str | None, version: int):
-    """Delete one of the user's own entries; returns (status, table, version + 1)."""
-    space.delete(_kind(label), name or "")
-    return f"Deleted your {label} {name!r}.", space_table(space), version + 1
+    """Delete one of the user's own entries (the confirmation's "Yes"); returns (status, table,
+    version + 1, the confirmation row hidden)."""
+    hide = gr.update(visible=False)
+    try:
+        kind = _kind(label)
+        deletable(space, kind, name or "")
+        space.delete(kind, name or "")
+    except PlaygroundError as exc:
+        return problem("delete", exc), gr.skip(), gr.skip(), hide
+    return f"Deleted your {label} {name!r}.", space_table(space), version + 1, hide
 
 
 def refresh(space: UserSpace) -> pd.DataFrame:
@@ -49,17 +97,33 @@ def refresh(space: UserSpace) -> pd.DataFrame:
 def build(ctx: AppContext) -> None:
     """Lay out the panel (inside an accordion the app places under its header)."""
     gr.Markdown(ABOUT)
-    table = Table(headers=COLUMNS, interactive=False, elem_id="space-table", max_height=260)
+    # The fields and buttons above the table, inside a laptop's window; the table scrolls below.
     with gr.Row():
-        kind = gr.Radio(["model", "tokenizer"], value="model", label="Kind", scale=1)
+        kind = gr.Radio(["model", "tokenizer"], value="model", label="Kind", scale=1, elem_id="space-kind")
         name = gr.Textbox(label="Name (one of yours)", elem_id="space-name", scale=2)
         as_name = gr.Textbox(label="Share as (optional)", scale=2)
     with gr.Row():
         share_btn = gr.Button("Share", elem_id="space-share")
         delete_btn = gr.Button("Delete", variant="stop", elem_id="space-delete")
+    # Delete asks first; the question names what goes (from the fields as they were asked about).
+    with gr.Row(visible=False, elem_id="space-confirm", equal_height=True) as confirm:
+        question = gr.Markdown(elem_id="space-confirm-text")
+        yes = gr.Button("Yes, delete", variant="stop", size="sm", elem_id="space-confirm-yes", scale=0)
+        no = gr.Button("Keep it", size="sm", elem_id="space-confirm-no", scale=0)
     status = gr.Markdown(elem_id="space-status")
+    table = Table(headers=COLUMNS, interactive=False, elem_id="space-table", max_height=260)
+    private = {"api_visibility": "undocumented", "queue": False, "show_progress": "hidden"}
     share_btn.click(ctx.per_user(share_entry), [ctx.user, kind, name, as_name, ctx.workspace_version],
                     [status, table, ctx.workspace_version], api_name="space_share", queue=False)
-    delete_btn.click(ctx.per_user(delete_entry), [ctx.user, kind, name, ctx.workspace_version],
-                     [status, table, ctx.workspace_version], api_name="space_delete", queue=False)
+    delete_btn.click(ctx.per_user(ask_delete), [ctx.user, kind, name], [confirm, question, status], **private)
+    yes.click(ctx.per_user(delete_entry), [ctx.user, kind, name, ctx.workspace_version],
+              [status, table, ctx.workspace_version, confirm], api_name="space_delete", queue=False)
+    no.click(hide, None, [confirm], **private)
+    # A question about one name must not be answered for another: editing the fields withdraws it.
+    gr.on([name.input, kind.input], hide, None, [confirm], **private)
     ctx.on_workspace_change(refresh, [], [table], api_name="space")
+
+
+def hide() -> dict[str, Any]:
+    """An update that hides a block."""
+    return gr.update(visible=False)

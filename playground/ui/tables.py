@@ -41,8 +41,18 @@ def round_sig(frame: pd.DataFrame, digits: int = DIGITS) -> pd.DataFrame:
     return out
 
 
+# What a table with nothing to show yet holds: one blank column. (gr.Dataframe's own empty
+# value shows the made-up headers "1 | 2 | 3", which read as data.)
+BLANK = pd.DataFrame(columns=[" "])
+
+
 class Table(gr.Dataframe):
-    """gr.Dataframe that shows floats with 4 significant digits (`round_sig`); same arguments."""
+    """gr.Dataframe that shows floats with 4 significant digits (`round_sig`) and, empty, a blank
+    header instead of "1 | 2 | 3"; same arguments."""
+
+    def __init__(self, value: Any = None, *args: Any, **kwargs: Any) -> None:
+        self.blank_when_empty = value is None and kwargs.get("headers") is None
+        super().__init__(BLANK if self.blank_when_empty else value, *args, **kwargs)
 
     def get_block_name(self) -> str:
         """Drawn by gr.Dataframe's frontend (a subclass's own name has none: it would not show)."""
@@ -50,6 +60,27 @@ class Table(gr.Dataframe):
 
     def postprocess(self, value: Any) -> Any:
         """Round a pandas frame's floats for display, then let gr.Dataframe do the rest."""
+        if value is None and self.blank_when_empty:
+            value = BLANK
         if isinstance(value, pd.DataFrame):
             value = round_sig(value)
         return super().postprocess(value)
+
+
+HEADER_EXTRA = 3  # characters' room beside a header for gradio's column menu button (⋮)
+MAX_COLUMN_CHARS = 40  # a long text cell wraps instead of taking the table
+
+
+def column_widths(frame: pd.DataFrame) -> list[str]:
+    """Percent widths for `frame`'s columns, each as wide as its header's longest word plus the menu
+    button, or its longest cell (up to MAX_COLUMN_CHARS), whichever is more. Gradio sizes columns
+    by their cells, so a short number under a long header ("vocabulary") had it broken mid-word."""
+    if frame.shape[1] == 0:
+        return []
+    chars = []
+    for name in frame.columns:
+        head = max((len(w) for w in str(name).split()), default=1) + HEADER_EXTRA
+        cells = round_sig(frame[[name]]).iloc[:, 0].astype(str).str.len().max() if len(frame) else 0
+        chars.append(max(head, min(int(cells or 0) + 2, MAX_COLUMN_CHARS)))
+    total = sum(chars)
+    return [f"{100 * c / total:.1f}%" for c in chars]

@@ -143,7 +143,7 @@ def options_from_widgets(kind: str, vocab_size: float | None, min_frequency: flo
 def _progress_markdown(event: BuildProgress) -> str:
     bar = ""
     if event.fraction is not None:
-        filled = int(round(20 * event.fraction))
+        filled = round(20 * event.fraction)
         bar = f" `{'█' * filled}{'░' * (20 - filled)}` {100 * event.fraction:.0f}%"
     return f"{event.message}{bar}"
 
@@ -153,7 +153,8 @@ def _progress_markdown(event: BuildProgress) -> str:
 @user_errors
 def build_handler(workspace: Workspace, caps: DemoCaps, source: str, files: Any, paste: str | None, kind: str,
                   vocab_size: float, min_frequency: float, normalizer: str, pre_tokenizer: str,
-                  specials: list[str] | None, fallback: str, state: dict | None, progress=gr.Progress()):
+                  specials: list[str] | None, fallback: str, state: dict | None,
+                  progress=gr.Progress()):  # noqa: B008 - gradio finds its tracker by this default
     """Build on the chosen corpus, streaming progress; yields (status markdown, state)."""
     options = options_from_widgets(kind, vocab_size, min_frequency, normalizer, pre_tokenizer, specials, fallback)
     options = options.checked(caps)
@@ -179,9 +180,10 @@ def build_handler(workspace: Workspace, caps: DemoCaps, source: str, files: Any,
     store.write_folder(draft, built)
     new_state = {"scratch": str(scratch), "draft": True, "name": None}
     comp = built.compression
-    yield (f"Built {built.options.describe()} on {corpus.description} in {built.seconds:.1f} s: "
-           f"vocabulary {built.tokenizer.get_vocab_size():,}, {comp.chars_per_token:.2f} characters/token "
-           f"on {'held-out' if built.held_out else 'training'} text. Not saved yet.", new_state)
+    status = (f"Built {built.options.describe()} on {corpus.description} in {built.seconds:.1f} s: "
+              f"vocabulary {built.tokenizer.get_vocab_size():,}, {comp.chars_per_token:.2f} characters/token "
+              f"on {'held-out' if built.held_out else 'training'} text. Not saved yet.")
+    yield status, new_state
 
 
 @dataclass(frozen=True)
@@ -280,7 +282,8 @@ def walk_handler(workspace: Workspace, state: dict | None, text: str | None):
 @user_errors
 def sweep_handler(workspace: Workspace, caps: DemoCaps, source: str, files: Any, paste: str | None, kind: str,
                   min_frequency: float, normalizer: str, pre_tokenizer: str, specials: list[str] | None,
-                  fallback: str, largest: float, state: dict | None, progress=gr.Progress()):
+                  fallback: str, largest: float, state: dict | None,
+                  progress=gr.Progress()):  # noqa: B008 - gradio finds its tracker by this default
     """Compression on held-out text for vocabulary sizes up to `largest` (one training run); yields (status, plot, csv)."""
     options = options_from_widgets(kind, largest, min_frequency, normalizer, pre_tokenizer, specials, fallback)
     corpus = corpus_from_widgets(workspace, caps, source, files, paste)
@@ -383,18 +386,22 @@ def build(ctx: AppContext) -> None:
     gr.Markdown(INTRO)
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=320):
-            gr.Markdown("### 1 · Corpus")
-            source = gr.Radio(SOURCE_CHOICES, value="python-docs", label="Text to learn from", elem_id="tok-source")
+            # Compact enough that Build sits inside a laptop's window (1366x768) without scrolling.
+            source = gr.Dropdown(SOURCE_CHOICES, value="python-docs", label="1 · Corpus: the text to learn from",
+                                 elem_id="tok-source")
             files = gr.File(file_count="multiple", file_types=[".txt"], label="UTF-8 .txt files", visible=False,
                             elem_id="tok-files")
             paste = gr.Textbox(lines=6, label="Text", visible=False, elem_id="tok-paste",
                                placeholder="Paste a few paragraphs (or more) here.")
-            gr.Markdown("### 2 · Options")
-            kind = gr.Radio([("BPE", "bpe"), ("characters", "char")], value="bpe", label="Tokenizer",
+            kind = gr.Radio([("BPE", "bpe"), ("characters", "char")], value="bpe", label="2 · Tokenizer",
                             elem_id="tok-kind")
             vocab_size = Slider(32, max_vocab, value=min(8192, max_vocab), step=1, label="Vocabulary size",
                                    info="includes special tokens and the base alphabet (256 bytes for byte-level)",
                                    elem_id="tok-vocab-size")
+            with gr.Row():
+                build_btn = gr.Button("Build tokenizer", variant="primary", elem_id="tok-build")
+                stop_btn = gr.Button("Stop", variant="stop", elem_id="tok-stop")
+            status = gr.Markdown(elem_id="tok-status")
             with gr.Accordion("More options", open=False):
                 pre_tokenizer = gr.Dropdown(PRE_TOKENIZER_CHOICES, value="byte-level", label="Pre-tokenizer",
                                             elem_id="tok-pre")
@@ -405,10 +412,6 @@ def build(ctx: AppContext) -> None:
                                             info="<bos>/<eos> for seq2seq; ids follow this order", elem_id="tok-specials")
                 fallback = gr.Radio(FALLBACK_CHOICES, value="bytes", label="Unseen characters (not byte-level)",
                                     elem_id="tok-fallback")
-            with gr.Row():
-                build_btn = gr.Button("Build tokenizer", variant="primary", elem_id="tok-build")
-                stop_btn = gr.Button("Stop", variant="stop", elem_id="tok-stop")
-            status = gr.Markdown(elem_id="tok-status")
 
         with gr.Column(scale=2):
             summary = gr.Markdown("Build a tokenizer or load a saved one to look inside it.", elem_id="tok-summary")

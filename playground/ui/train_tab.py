@@ -700,8 +700,8 @@ def build(ctx: AppContext) -> None:
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=360):
             preset = gr.Dropdown(presets, value=first, label="Preset", elem_id="train-preset")
-            description = gr.Markdown(initial[1], elem_id="train-description")
-            # Start sits above the long form: it is the one button everybody needs.
+            # Start sits above the long form and the preset's description (some run to 300 words):
+            # it is the one button everybody needs, inside a laptop's window.
             with gr.Row(equal_height=True):
                 name = gr.Textbox(value=first, label="Run name", elem_id="train-name", scale=3)
                 overwrite = gr.Checkbox(False, label="Overwrite", elem_id="train-overwrite", scale=1)
@@ -709,6 +709,7 @@ def build(ctx: AppContext) -> None:
                 start_btn = gr.Button("Start", variant="primary", elem_id="train-start")
                 stop_btn = gr.Button("Stop", variant="stop", elem_id="train-stop")
                 resume_btn = gr.Button("Resume", elem_id="train-resume")
+            description = gr.Markdown(initial[1], elem_id="train-description")
             tokenizer = gr.Dropdown(label="Tokenizer", choices=[], interactive=True, elem_id="train-tokenizer",
                                     info=TOKENIZER_INFO)
             with gr.Accordion("Key settings", open=True):
