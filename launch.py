@@ -10,6 +10,7 @@ import os
 import sys
 from pathlib import Path
 
+from playground.persistence import WORKSPACE_ENV, workspace_setting
 from playground.settings import DEFAULT_WORKSPACE, DEVICE_CHOICES
 
 EPILOG = """\
@@ -41,8 +42,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--auth-file", action="append", default=[], metavar="FILE", help="require a login: one user:password per line (see below)")
     parser.add_argument("--library", action="append", default=[], metavar="DIR", help="an instructor's folder of prepared tokenizers/ and models/, read-only to users; repeatable")
     parser.add_argument("--device", choices=DEVICE_CHOICES, default="auto", help="where models run: auto picks cuda, then mps, then cpu")
-    parser.add_argument("--workspace", default=None, help=f"folder for tokenizers and models (default {DEFAULT_WORKSPACE})")
+    parser.add_argument("--workspace", default=None, help=f"folder for tokenizers and models (default ${WORKSPACE_ENV}, "
+                        f"else {DEFAULT_WORKSPACE}); on a Space, a mounted Storage Bucket keeps work across restarts")
     parser.add_argument("--demo", action="store_true", help="conservative caps for public servers (also on when SPACE_ID is set)")
+    parser.add_argument("--analytics", action="store_true", help="let gradio send its usage analytics (off by default: "
+                        "nothing is sent home)")
     return parser.parse_args(argv)
 
 
@@ -104,6 +108,11 @@ def main(argv: list[str] | None = None) -> None:
     # A server never opens a window: say "agg" up front.
     os.environ.setdefault("MPLBACKEND", "agg")
     args = parse_args(argv)
+    # Before gradio is imported (it reads these once): no usage analytics, no hub telemetry,
+    # unless --analytics asks for them.
+    os.environ["GRADIO_ANALYTICS_ENABLED"] = "True" if args.analytics else "False"
+    if not args.analytics:
+        os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
     from playground.errors import PlaygroundError
     from playground.settings import make_settings
 
@@ -112,13 +121,17 @@ def main(argv: list[str] | None = None) -> None:
     auth = build_auth(args.auth, args.auth_file)
     library = check_libraries(args.library)
     try:
-        settings = make_settings(args.workspace, args.device, args.demo, library=library, app=True)
-        settings.resolved_device  # fail early on an unavailable --device
+        settings = make_settings(workspace_setting(args.workspace), args.device, args.demo, library=library, app=True,
+                                 analytics=args.analytics)
+        _ = settings.resolved_device  # fail early on an unavailable --device
     except PlaygroundError as exc:
         sys.exit(str(exc))
     from playground.ui.app import build_app, prepare_server
 
-    prepare_server(settings)
+    try:
+        prepare_server(settings)
+    except PlaygroundError as exc:  # e.g. a workspace this server may not write to
+        sys.exit(str(exc))
     app = build_app(settings)
     serve(app, host, args.port, args.share, auth, _max_file_size(settings))
 

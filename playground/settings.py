@@ -126,6 +126,11 @@ class Settings:
     # Whether long jobs (training) run in a child process: the served app does, so a run has its
     # own GIL and memory (given back when it ends) and cannot take the server down with it.
     isolate_jobs: bool = False
+    # Whether gradio may send its usage analytics home (off unless asked for: --analytics).
+    analytics: bool = False
+    # Whether GPU work goes through ZeroGPU (a Hugging Face Space with SPACES_ZERO_GPU set):
+    # decorated calls from the request's thread instead of child processes (playground.zerogpu).
+    zerogpu: bool = False
 
     @property
     def resolved_device(self) -> str:
@@ -153,7 +158,7 @@ def resolve_device(requested: str = "auto") -> str:
 
 
 def make_settings(workspace: str | Path | None = None, device: str = "auto", demo: bool = False, *,
-                  library: Sequence[str | Path] = (), app: bool = False) -> Settings:
+                  library: Sequence[str | Path] = (), app: bool = False, analytics: bool = False) -> Settings:
     """Settings from flags; SPACE_ID in the environment (Hugging Face Spaces) forces demo mode.
 
     `app=True` is the served app: typed paths never reach the file system, and `library`
@@ -173,4 +178,11 @@ def make_settings(workspace: str | Path | None = None, device: str = "auto", dem
         library=tuple(shelves),
         user_paths=not app,
         isolate_jobs=app,
+        analytics=analytics,
+        zerogpu=app and on_zerogpu(),
     )
+
+
+def on_zerogpu() -> bool:
+    """Whether this process runs on a ZeroGPU Space (the variable the `spaces` package reads)."""
+    return os.environ.get("SPACES_ZERO_GPU", "").lower() in ("1", "t", "true")

@@ -5,7 +5,10 @@ reloads by a random token in the browser's localStorage); see playground/spaces.
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
 import inspect
+import logging
 import secrets
 from pathlib import Path
 from typing import Any
@@ -15,13 +18,15 @@ from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
 
 from playground.memory import limit_arenas, release_free_memory
+from playground.persistence import check_writable, persistence
 from playground.settings import Settings
-from playground.spaces import TOKEN_PATTERN, LiveJobs, Spaces, new_browser_token
+from playground.spaces import LiveJobs, Spaces
 from playground.ui import (
     analyze_tab,
     deeplink_view,
     generate_tab,
     lessons_tab,
+    signin,
     space_panel,
     tokenizer_tab,
     train_tab,
@@ -30,8 +35,10 @@ from playground.ui.context import AppContext, refresh_all, remember_answer, skip
 from playground.ui.frontend_fix import FrontendFix
 from playground.ui.page_cache import PageCache
 from playground.ui.progress_targets import limit_progress_targets
+from playground.ui.signin import identity, space_note
 from playground.ui.skips import Blocks
 
+log = logging.getLogger("playground.app")
 TABS = (
     ("tokenizer", "Tokenizer", tokenizer_tab),
     ("train", "Train", train_tab),
@@ -70,13 +77,15 @@ def launch_options() -> dict[str, Any]:
                                           Middleware(FrontendFix)]}}  # innermost: it edits the plain asset
 
 
-def header_markdown(settings: Settings) -> str:
-    """The header line: product name, device in use, whose space, demo mode (no server paths)."""
+def header_markdown(settings: Settings, notes: tuple[str, ...] = ()) -> str:
+    """The header line: product name, device in use, whose space, demo mode (no server paths);
+    `notes` (whether work persists, how long an anonymous space lives) follow on a line of their own."""
     demo = " · **demo mode** (capped for a shared server)" if settings.demo else ""
+    extra = "\n\n" + " ".join(n for n in notes if n) if any(notes) else ""
     return (
         "## Transformer Playground\n"
         f"Device: **{settings.resolved_device}** · Your tokenizers and models are private to you "
-        f"(shipped and library ones are read-only){demo}"
+        f"(shipped and library ones are read-only){demo}{extra}"
     )
 
 
@@ -88,6 +97,8 @@ def prepare_server(settings: Settings) -> dict[str, int]:
     killed mid-replace, drop stale temp folders, and make the secret that encrypts browser tokens
     (so a student who reloads, even after a server restart, keeps their space)."""
     limit_arenas(2)  # before gradio's worker threads exist: freed memory can go back to the OS
+    check_writable(settings.workspace)  # a read-only mount fails here, with its name, not at a first save
+    log.warning("%s", persistence(settings.workspace).log_line)
     counts = Spaces(settings.workspace, settings.library).clean_on_start()
     if read_secret(settings.workspace) is None:
         root = settings.workspace
@@ -108,19 +119,27 @@ def read_secret(root: Path) -> str | None:
     return text if len(text) >= 32 else None
 
 
-def assign_browser_token(token: str | None) -> tuple[str, str]:
-    """On page load: keep this browser's token, or give it a new one (into localStorage and state)."""
-    if not (isinstance(token, str) and TOKEN_PATTERN.match(token)):
-        token = new_browser_token()
-    return token, token
+def browser_state_key(secret: str | None) -> str | None:
+    """The key gr.BrowserState encrypts the browser token with, derived one way from the install's secret.
+
+    gradio sends this key to every browser in /config (the encryption happens in the browser),
+    so it is public: a one-way derivation keeps it stable across restarts (a reloading student
+    keeps their space) while the secret itself never leaves the server."""
+    if secret is None:
+        return None
+    return hmac.new(secret.encode("utf-8"), b"gradio-browser-state", hashlib.sha256).hexdigest()[:32]
 
 
 def build_app(settings: Settings) -> gr.Blocks:
     """Build (not launch) the app for these settings."""
     spaces = Spaces(settings.workspace, settings.library, max_entries=settings.caps.max_entries_per_user)
-    with Blocks(title="Transformer Playground", delete_cache=DELETE_CACHE) as app:
-        gr.Markdown(header_markdown(settings), elem_id="header")
-        browser = gr.BrowserState(None, storage_key=BROWSER_KEY, secret=read_secret(spaces.root))
+    with Blocks(title="Transformer Playground", delete_cache=DELETE_CACHE,
+                analytics_enabled=settings.analytics) as app:
+        signed_in = signin.enabled()
+        notes = (persistence(settings.workspace).page_note, space_note(signed_in) if settings.demo or signed_in else "")
+        gr.Markdown(header_markdown(settings, notes), elem_id="header")
+        signin.login_button()
+        browser = gr.BrowserState(None, storage_key=BROWSER_KEY, secret=browser_state_key(read_secret(spaces.root)))
         user = gr.State(None)
         workspace_version = gr.State(0)
         selection = gr.State({})
@@ -134,7 +153,7 @@ def build_app(settings: Settings) -> gr.Blocks:
                     module.build(ctx)
                 owner += [tab] * (len(ctx.refreshers) - len(owner))
         # The token must be in place before the refreshers list the user's entries.
-        loaded = app.load(assign_browser_token, [browser], [browser, user], queue=False, show_progress="hidden")
+        loaded = app.load(identity, [browser], [browser, user], queue=False, show_progress="hidden")
         memos: list[gr.State] = []
         for (fn, inputs, outputs, api_name), tab in zip(ctx.refreshers, owner):
             # The page load answers in full (and is the API endpoint); opening the refresher's own
