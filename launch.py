@@ -133,7 +133,8 @@ def main(argv: list[str] | None = None) -> None:
     except PlaygroundError as exc:  # e.g. a workspace this server may not write to
         sys.exit(str(exc))
     app = build_app(settings)
-    serve(app, host, args.port, args.share, auth, _max_file_size(settings))
+    # gradio awaits an async auth callable: a flood of failed logins slows logins without blocking the server.
+    serve(app, host, args.port, args.share, auth.login if auth is not None else None, _max_file_size(settings))
 
 
 def serve(app, host: str, port: int, share: bool, auth, max_file_size: int | None) -> None:

@@ -17,6 +17,7 @@ import gradio as gr
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
 
+from playground.auth import LoginClients
 from playground.memory import limit_arenas, release_free_memory
 from playground.persistence import check_writable, persistence
 from playground.settings import Settings
@@ -74,7 +75,8 @@ def launch_options() -> dict[str, Any]:
     return {"css": APP_CSS, **RUN_HISTORY_OFF,
             "app_kwargs": {"middleware": [Middleware(PageCache),  # outermost: it keeps the gzipped answer
                                           Middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES, compresslevel=6),
-                                          Middleware(FrontendFix)]}}  # innermost: it edits the plain asset
+                                          Middleware(FrontendFix),  # it edits the plain asset
+                                          Middleware(LoginClients)]}}  # who is logging in (per-address limits)
 
 
 def header_markdown(settings: Settings, notes: tuple[str, ...] = ()) -> str:

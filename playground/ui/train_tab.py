@@ -42,6 +42,7 @@ from playground.spaces import LiveJobs
 from playground.training.config import TrainConfig, preset_to_toml
 from playground.ui.components import Chart
 from playground.ui.context import AppContext, user_errors
+from playground.ui.job_checks import checked_start, start_validator
 from playground.ui.tables import Table
 from playground.ui.updates import Updates
 from playground.workspace import Workspace, validate_name
@@ -741,10 +742,12 @@ def build(ctx: AppContext) -> None:
     # values), then the run reads that TOML; a field left empty stops here with a message.
     form_first = dict(fn=user_errors(form_to_run), inputs=[toml, tokenizer, *widgets], outputs=[toml, run_state],
                       queue=False, show_progress="hidden", **private)
-    start_event = start_btn.click(**form_first).success(
+    start_first = {**form_first, "fn": user_errors(checked_start(form_to_run, settings))}  # sizes before a slot
+    start_event = start_btn.click(**start_first).success(
         ctx.notice("Training"), None, [status], queue=False, show_progress="hidden").then(
         U(bind(start_training, jobs=ctx.jobs), settings), [ctx.user, preset, toml, name, overwrite, ctx.workspace_version],
-        outputs, api_name="train_start", show_progress="minimal", show_progress_on=[status], **ctx.heavy())
+        outputs, api_name="train_start", show_progress="minimal", show_progress_on=[status],
+        validator=start_validator(settings, 2), **ctx.heavy())  # API callers too: refused before the queue
     resume_event = resume_btn.click(**form_first).success(
         ctx.notice("Resume"), None, [status], queue=False, show_progress="hidden").then(
         U(bind(resume_training, jobs=ctx.jobs), settings), [ctx.user, toml, name, ctx.workspace_version], outputs,
