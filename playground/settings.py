@@ -32,6 +32,9 @@ class DemoCaps:
     max_trainings_per_user: int = 1  # live trainings one user may have at once (app only)
     max_experiments_per_user: int = 1  # live experiments one user may have at once (app only)
     max_entries_per_user: int | None = None  # models (and, apart, tokenizers) one user's space may hold (app only)
+    max_space_mb: float | None = None  # an upload is refused past this much in the user's space (uploads, models, tokenizers)
+    max_spaces_total_mb: float | None = None  # ...or past this much in all users' spaces together
+    max_job_s: float | None = None  # a training in the app asks to stop (and saves) after this long (demo mode)
     # Sizes a user can type, checked before anything is allocated (playground.limits).
     max_params: int | None = None  # model parameters (tied weights counted once)
     max_train_memory_gb: float | None = None  # estimated training memory: weights, grads, optimizer, activations
@@ -105,6 +108,9 @@ DEMO_CAPS = DemoCaps(
     light_slots=3,
     analysis_slots=1,
     max_entries_per_user=20,
+    max_space_mb=300.0,
+    max_spaces_total_mb=20_000.0,
+    max_job_s=1800.0,
 )
 
 

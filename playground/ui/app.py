@@ -181,6 +181,7 @@ def build_app(settings: Settings) -> gr.Blocks:
         def end_session(request: gr.Request) -> None:
             if request is not None and request.session_hash:
                 spaces.end_session(request.session_hash)
+                ctx.jobs.stop_session(request.session_hash)  # its trainings save and end: their owner has gone
             release_free_memory()
             spaces.sweep_idle_spaces()  # at most hourly: anonymous spaces idle for weeks go
 

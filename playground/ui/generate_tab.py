@@ -16,6 +16,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from playground.limits import cap
 from playground.scratch import download_dir
 from playground.ui.components import Chart, ReadableImage, Slider
 from playground.ui.context import AppContext, model_choices, text_hint, user_errors
@@ -407,6 +408,8 @@ def distribution(env: Env, name, prompt, temperature, top_k, top_p, min_p, state
     controls = generator.controls
     if controls.reads_image:
         return None, None
+    if len(prompt or "") > cap(env.caps, "max_prompt_chars"):
+        return None, None  # as generate_text refuses it (its message says so); never tokenized here
     sampling = _sampling(temperature, top_k, top_p, min_p, 1.0, 0.0, 0.0)
     sel = token_pick(picked)
     title = "Next-token distribution after the prompt"
@@ -453,6 +456,12 @@ def explain(state, picked, selection):
 
 
 # ---------------------------------------------------------------------------------------------
+
+
+# The next-token chart follows every edit of the prompt and sampling fields: a lane of its own,
+# one at a time over the server, so a flood of edits (or of API calls) queues there and never
+# takes a Generate or light slot.
+DISTRIBUTION_LANE = {"concurrency_id": "distribution", "concurrency_limit": 1}
 
 
 def _generate_lane(ctx: AppContext) -> dict[str, Any]:
@@ -598,6 +607,7 @@ def build(ctx: AppContext) -> None:
         [model.change, prompt.change, temperature.change, top_k.change, top_p.change, min_p.change, picker.change],
         U(distribution), dist_inputs, [dist_plot, dist_csv],
         api_name="generate_distribution", show_progress="hidden", trigger_mode="always_last",
+        **DISTRIBUTION_LANE,  # it fires on every edit of the prompt: one at a time, beside Generate's lane
     )
     picker.change(show_token, [result, picker], [output], api_name="generate_show_token", show_progress="hidden")
     table.select(table_select, [table], [picker], show_progress="hidden",

@@ -467,7 +467,8 @@ def _run_events(workspace: Workspace, settings: Settings, preset: Preset | None,
     job = dict(preset=preset, workspace=workspace, name=name, overrides=overrides, device=settings.device,
                resume=resume, max_steps_cap=caps.max_train_steps, limits=caps, policy=data_policy(settings, workspace))
     # The served app trains in a child process (its own GIL and heap); tests and a laptop may not.
-    events = (iter_in_child(TRAIN_TARGET, job, stop_kw="stop", stop_requested=stop.is_set if stop else None)
+    events = (iter_in_child(TRAIN_TARGET, job, stop_kw="stop", stop_requested=stop.is_set if stop else None,
+                            max_s=caps.max_job_s)  # a demo server's time cap: the run saves and ends
               if settings.isolate_jobs else train(**job, stop=stop))
     last_yield = last_side = 0.0
     family = preset.family if preset is not None else None
@@ -502,11 +503,18 @@ def _run_events(workspace: Workspace, settings: Settings, preset: Preset | None,
             elif ev.kind in ("done", "stopped"):
                 state = "done" if ev.kind == "done" else "stopped"
                 text = (f"finished · val loss {ev.val_loss:.4f} · saved as {name}" if ev.kind == "done"
-                        else ev.message)
+                        else ev.message + time_cap_note(caps.max_job_s, time.time() - started))
                 yield RunView(progress_html(ev.step, ev.max_steps, text, None, state), *live.charts(),
                               version=version + (ev.kind == "stopped"))
     finally:
         events.close()  # a Stop (gradio closes this generator) closes the engine, which saves a checkpoint
+
+
+def time_cap_note(max_s: float | None, elapsed_s: float) -> str:
+    """Why a run stopped by itself: this server's time limit per run (empty when under it)."""
+    if max_s is None or elapsed_s < max_s:
+        return ""
+    return f" (this server stops a run after {max_s / 60:g} minutes; Resume continues it)"
 
 
 @user_errors
@@ -547,7 +555,8 @@ def _live_run(workspace: Workspace, settings: Settings, jobs: LiveJobs | None,
     key = getattr(workspace, "key", None)
     if jobs is None or key is None:
         return contextlib.nullcontext()
-    return jobs.claim(key, "train", name, settings.caps.max_trainings_per_user, "training")
+    return jobs.claim(key, "train", name, settings.caps.max_trainings_per_user, "training",
+                      session=getattr(workspace, "session", None))
 
 
 STOP_WAIT_S = 40.0  # a stopping run saves within a step or two; a busy server may take longer
