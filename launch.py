@@ -114,7 +114,10 @@ def main(argv: list[str] | None = None) -> None:
     if not args.analytics:
         os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
     from playground.errors import PlaygroundError
-    from playground.settings import make_settings
+    from playground.settings import make_settings, on_zerogpu
+
+    if on_zerogpu():  # a GPU exists only inside a decorated call: generation runs per request there, unbatched
+        os.environ.setdefault("PLAYGROUND_GENERATE_BATCHING", "0")
 
     on_spaces = bool(os.environ.get("SPACE_ID"))
     host = args.host or ("0.0.0.0" if on_spaces else "127.0.0.1")

@@ -322,21 +322,29 @@ def check_model_values(family: str, values: dict[str, Any], caps: DemoCaps | Non
     for key in sizes.seq_fields:
         if key in values:
             check_count(values[key], "max_seq_len", caps, f"model.{key}", 1)
+    config = config_from_values(family, values)
+    if config is None:
+        return  # a bad value: the family config's own check says what is wrong
+    check_model_size(family, config, _Batch(batch_size, optimizer), caps, extra_bytes=extra_bytes)
+
+
+def config_from_values(family: str, values: dict[str, Any]) -> ModelConfig | None:
+    """The `[model]` config as far as it is known before the data (fields the data fixes take the
+    preset's value or the default), built without its checks; None when its sizes cannot be
+    estimated (a bad value, which the config's own check names)."""
+    spec = _family(family)
     config_cls = spec.config_cls
-    fields = {f.name: f for f in dataclasses.fields(config_cls)}
     config = config_cls.__new__(config_cls)
-    for name, f in fields.items():
+    for f in dataclasses.fields(config_cls):
         default = f.default if f.default is not dataclasses.MISSING else None
-        object.__setattr__(config, name, values.get(name, default))
+        object.__setattr__(config, f.name, values.get(f.name, default))
     for name in _WIDTH_FIELDS:
         value = getattr(config, name, None)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            return  # a bad value: the family config's own check says what is wrong
+            return None
     if getattr(config, "n_head", 1) and getattr(config, "d_model", 0) % max(1, getattr(config, "n_head", 1)):
-        return
-    if not sizes.is_estimable(config):
-        return
-    check_model_size(family, config, _Batch(batch_size, optimizer), caps, extra_bytes=extra_bytes)
+        return None
+    return config if spec.sizes.is_estimable(config) else None
 
 
 @dataclasses.dataclass
@@ -427,6 +435,7 @@ __all__ = [
     "check_seed",
     "check_text",
     "check_train_config",
+    "config_from_values",
     "count_parameters",
     "data_bytes",
     "describe_caps",

@@ -18,6 +18,7 @@ import pandas as pd
 
 from playground.limits import cap
 from playground.scratch import download_dir
+from playground.ui import gpu_calls
 from playground.ui.components import Chart, ReadableImage, Slider
 from playground.ui.context import AppContext, model_choices, text_hint, user_errors
 from playground.ui.tab_switch import click_tab_js
@@ -41,6 +42,7 @@ class Env:
     device: str
     max_new_tokens: int | None
     caps: Any = None  # this server's DemoCaps (prompt length, seed, ...); None = FULL_CAPS
+    zerogpu: bool = False  # generate per request in a ZeroGPU call (playground.ui.gpu_calls), not batched
 
 
 def _bundle(env: Env, name: str | None):
@@ -333,7 +335,8 @@ def generate_text(env: Env, name, prompt, temperature, top_k, top_p, min_p, rep,
     head = (prompt or "") if controls.echo_prompt else ""
     partial: list[list] = [[] for _ in range(request.num_samples)]
     last = 0.0
-    for event in stream(bundle, request):
+    events = gpu_calls.generate_events(env.workspace, name, request) if env.zerogpu else stream(bundle, request)
+    for event in events:
         if isinstance(event, Done):
             done = event
             break
@@ -491,10 +494,10 @@ def build(ctx: AppContext) -> None:
         """`fn(env, *args)` as `fn(space, *args)`: the user's space in the handlers' Env."""
         if inspect.isgeneratorfunction(fn):
             def run(space, *args):
-                yield from fn(Env(space, device, caps.max_new_tokens, caps), *args)
+                yield from fn(Env(space, device, caps.max_new_tokens, caps, ctx.settings.zerogpu), *args)
         else:
             def run(space, *args):
-                return fn(Env(space, device, caps.max_new_tokens, caps), *args)
+                return fn(Env(space, device, caps.max_new_tokens, caps, ctx.settings.zerogpu), *args)
         run.__name__ = fn.__name__
         return run
 

@@ -17,6 +17,7 @@ from playground.config import parse_preset
 from playground.errors import PlaygroundError
 from playground.settings import Settings
 from playground.training.spec import check_run_sizes, resolve_run
+from playground.ui.gpu_calls import check_plan, planned_training
 
 
 def check_run(toml_text: str | None, settings: Settings) -> None:
@@ -24,8 +25,11 @@ def check_run(toml_text: str | None, settings: Settings) -> None:
     server's caps; an over-cap `train.max_steps` is left to the run, which lowers it with a note."""
     if not toml_text or not toml_text.strip():
         raise PlaygroundError("The preset is empty: choose a preset first.")
-    spec = resolve_run(parse_preset(toml_text, name="custom"))  # typed sections, FULL_CAPS
+    preset = parse_preset(toml_text, name="custom")
+    spec = resolve_run(preset)  # typed sections, FULL_CAPS
     check_run_sizes(spec, settings.caps, check_steps=False)
+    if settings.zerogpu:  # not one step in an anonymous visitor's GPU quota: refused here, not on the GPU
+        check_plan(planned_training(preset, settings.caps.max_train_steps, None))
 
 
 def checked_start(form_step: Callable[..., tuple[Any, ...]], settings: Settings) -> Callable[..., tuple[Any, ...]]:

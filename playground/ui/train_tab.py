@@ -40,6 +40,7 @@ from playground.scratch import download_dir
 from playground.settings import Settings
 from playground.spaces import LiveJobs
 from playground.training.config import TrainConfig, preset_to_toml
+from playground.ui import gpu_calls
 from playground.ui.components import Chart
 from playground.ui.context import AppContext, user_errors
 from playground.ui.job_checks import checked_start, start_validator
@@ -467,13 +468,20 @@ def _run_events(workspace: Workspace, settings: Settings, preset: Preset | None,
     job = dict(preset=preset, workspace=workspace, name=name, overrides=overrides, device=settings.device,
                resume=resume, max_steps_cap=caps.max_train_steps, limits=caps, policy=data_policy(settings, workspace))
     # The served app trains in a child process (its own GIL and heap); tests and a laptop may not.
-    events = (iter_in_child(TRAIN_TARGET, job, stop_kw="stop", stop_requested=stop.is_set if stop else None,
-                            max_s=caps.max_job_s)  # a demo server's time cap: the run saves and ends
-              if settings.isolate_jobs else train(**job, stop=stop))
+    # On ZeroGPU the GPU exists only inside a decorated call from this (the request's) thread.
+    if settings.zerogpu:
+        events = gpu_calls.train_events(job)
+    elif settings.isolate_jobs:
+        events = iter_in_child(TRAIN_TARGET, job, stop_kw="stop", stop_requested=stop.is_set if stop else None,
+                               max_s=caps.max_job_s)  # a demo server's time cap: the run saves and ends
+    else:
+        events = train(**job, stop=stop)
     last_yield = last_side = 0.0
     family = preset.family if preset is not None else None
     try:
         for ev in events:
+            if settings.zerogpu and stop is not None and stop.is_set():
+                break  # closing the call's generator stops the GPU worker's run, which saves
             live.add(ev)
             if ev.kind == "start":
                 if family is None:  # Resume: the run's checkpoint (already loaded by the engine) says
@@ -508,6 +516,15 @@ def _run_events(workspace: Workspace, settings: Settings, preset: Preset | None,
                               version=version + (ev.kind == "stopped"))
     finally:
         events.close()  # a Stop (gradio closes this generator) closes the engine, which saves a checkpoint
+
+
+def gpu_time_note(workspace: Workspace, settings: Settings, toml_text: str) -> str:
+    """On ZeroGPU: the GPU seconds a Start of this TOML asks for, against the visitor's quota."""
+    try:
+        preset = _parse(toml_text)
+        return gpu_calls.planned_training(preset, settings.caps.max_train_steps, getattr(workspace, "key", None)).note()
+    except PlaygroundError:
+        return ""
 
 
 def time_cap_note(max_s: float | None, elapsed_s: float) -> str:
@@ -674,6 +691,7 @@ def build(ctx: AppContext) -> None:
                 start_btn = gr.Button("Start", variant="primary", elem_id="train-start")
                 stop_btn = gr.Button("Stop", variant="stop", elem_id="train-stop")
                 resume_btn = gr.Button("Resume", elem_id="train-resume")
+            gpu_note = gr.Markdown(visible=settings.zerogpu, elem_id="train-gpu-time")  # ZeroGPU: the GPU time asked for
             tokenizer = gr.Dropdown(label="Tokenizer", choices=[], interactive=True, elem_id="train-tokenizer",
                                     info=TOKENIZER_INFO)
             with gr.Accordion("Key settings", open=True):
@@ -736,6 +754,9 @@ def build(ctx: AppContext) -> None:
             listen(**sync, api_name=f"train_set_{f.key.replace('.', '_')}" + ("" if i == 0 else f"_{i}"))
     toml.input(form_updates, [toml], widgets, queue=False, show_progress="hidden", api_name="train_toml_form",
                **private)
+    if settings.zerogpu:  # the GPU time a Start would ask for, before it is pressed
+        toml.change(U(gpu_time_note, settings), [ctx.user, toml], [gpu_note], queue=False,
+                    show_progress="hidden", **private)
     toml.change(U(toml_tokenizer), [ctx.user, toml], [tokenizer], queue=False, show_progress="hidden",
                 api_name="train_toml_tokenizer", **private)
     tokenizer.input(user_errors(lambda text, value: set_field_raw(text, "data.tokenizer", value)), [toml, tokenizer],
