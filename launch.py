@@ -21,8 +21,10 @@ workshop use:
   users.txt holds one "user:password" per line ("#" comments and blank lines allowed); a
   password may be given as sha256:<hex>, the SHA-256 of the password:
       python -c "import hashlib; print('sha256:' + hashlib.sha256(b'secret').hexdigest())"
-  After 5 wrong passwords for one user within 5 minutes that user is refused for 5 minutes;
-  more than 30 failed logins a minute in all refuse every login for that minute.
+  After 5 wrong passwords for one user from one address within 5 minutes, that user is refused
+  at that address for 5 minutes; more than 30 failed logins a minute from one address refuse
+  that address for the minute; more than 100 a minute in all slow every login by a second
+  (a guesser never locks anyone else out).
 
 deep links (hand out an exercise as a URL):
   http://HOST:7860/?tab=train&preset=nanogpt-cpu-tiny&set=train.max_steps=300&set=model.n_layer=2
@@ -118,6 +120,9 @@ def main(argv: list[str] | None = None) -> None:
 
     if on_zerogpu():  # a GPU exists only inside a decorated call: generation runs per request there, unbatched
         os.environ.setdefault("PLAYGROUND_GENERATE_BATCHING", "0")
+        from playground.zerogpu import spaces_module
+
+        spaces_module()  # `spaces` before anything could initialise CUDA (it refuses to start after)
 
     on_spaces = bool(os.environ.get("SPACE_ID"))
     host = args.host or ("0.0.0.0" if on_spaces else "127.0.0.1")

@@ -39,8 +39,9 @@ SAVE_MARGIN_S = 10.0  # a training stops this long before its GPU time ends, so 
 STEP_FLOOR_S = 0.025  # a small model's training step (its share of evaluations included) is bound by
 # kernel launches and Python, not FLOPs: a generous guess until this Space has measured the model
 GPU_FLOPS = 2e13  # FLOP/s a small fp32 training reaches on a ZeroGPU slice (a conservative guess)
+GENERATE_START_S = 3.0  # a generation's fixed cost (the worker is warm; the model is small)
 GENERATE_TOKEN_S = 0.02  # one generated token of one row, beam or sample (launch-bound, generous)
-ANALYSIS_S = 30.0  # one per-input analysis (the methods over one input)
+ANALYSIS_S = 20.0  # one per-input analysis (the methods over one input)
 EXPERIMENT_EXAMPLE_S = 2.0  # one example of an attention-explanation experiment
 
 
@@ -100,7 +101,7 @@ def steps_within(quota: int, step_s: float) -> int:
 
 def generate_seconds(max_new_tokens: int, rows: int, quota: int) -> int:
     """The duration of one generation: `rows` (samples x beams) rows of `max_new_tokens` tokens."""
-    return call_seconds(STARTUP_S + max(1, max_new_tokens) * max(1, rows) * GENERATE_TOKEN_S, quota)
+    return call_seconds(GENERATE_START_S + max(1, max_new_tokens) * max(1, rows) * GENERATE_TOKEN_S, quota)
 
 
 def experiment_seconds(examples: int, quota: int) -> int:
