@@ -119,3 +119,26 @@ def test_a_signed_in_visitor_gets_the_space_of_their_hugging_face_name(tmp_path)
     assert ada.key == user_key(username="hf:ada") and ada.key.startswith("u-")
     assert ctx.space_for(token, None).key == user_key(browser_token=token)
     assert ctx.space_for("hf:ada", None).key == ctx.space_for("hf:ada", None).key  # the same in any browser
+
+
+def test_the_sign_in_button_appears_only_where_the_space_provides_oauth(tmp_path, monkeypatch):
+    from playground.ui.app import build_app
+
+    def login_buttons():
+        app = build_app(make_settings(tmp_path / "ws", device="cpu", app=True))
+        return [b for b in app.blocks.values() if isinstance(b, gr.LoginButton)], app
+
+    monkeypatch.delenv("OAUTH_CLIENT_ID", raising=False)
+    assert login_buttons()[0] == []  # off a Space gradio would mock the login with this machine's HF token
+    monkeypatch.setenv("SPACE_ID", "someone/playground")
+    monkeypatch.setenv("SYSTEM", "spaces")
+    assert login_buttons()[0] == []  # a Space without hf_oauth
+    import gradio.oauth
+
+    # What hf_oauth: true sets on the Space (gradio.oauth reads them once, when imported).
+    monkeypatch.setenv("OAUTH_CLIENT_ID", "client-id")
+    for name, value in (("OAUTH_CLIENT_ID", "client-id"), ("OAUTH_CLIENT_SECRET", "s"), ("OAUTH_SCOPES", "openid profile"),
+                        ("OPENID_PROVIDER_URL", "https://huggingface.co")):
+        monkeypatch.setattr(gradio.oauth, name, value)
+    buttons, app = login_buttons()
+    assert len(buttons) == 1 and app.expects_oauth

@@ -8,7 +8,8 @@ holds the browser's random token (a temporary `b-…` space) as before.
 
 The button appears only where the Space provides OAuth (OAUTH_CLIENT_ID is set with `hf_oauth`):
 elsewhere gradio would mock the login with the machine's own Hugging Face token, and refuse to
-start without one.
+start without one. It needs gradio's `oauth` extra (authlib, itsdangerous): `gradio[oauth]` in
+the requirements.
 """
 from __future__ import annotations
 
@@ -22,8 +23,10 @@ HF_PREFIX = "hf:"  # the user state of a signed-in visitor: "hf:<username>" (":"
 
 
 def enabled() -> bool:
-    """Whether this server offers "Sign in with Hugging Face" (a Space with hf_oauth)."""
-    return bool(os.environ.get("OAUTH_CLIENT_ID") and os.environ.get("SPACE_ID"))
+    """Whether this server offers "Sign in with Hugging Face": a Space (gradio's own test: SYSTEM is
+    "spaces", so it adds the real OAuth routes, never its local mock) with hf_oauth (OAUTH_CLIENT_ID)."""
+    return bool(os.environ.get("SYSTEM") == "spaces" and os.environ.get("SPACE_ID")
+                and os.environ.get("OAUTH_CLIENT_ID"))
 
 
 def identity(token: str | None, profile: gr.OAuthProfile | None) -> tuple[str, str]:
