@@ -10,6 +10,7 @@ import os
 import sys
 from pathlib import Path
 
+from playground.persistence import WORKSPACE_ENV, workspace_setting
 from playground.settings import DEFAULT_WORKSPACE, DEVICE_CHOICES
 
 EPILOG = """\
@@ -20,8 +21,10 @@ workshop use:
   users.txt holds one "user:password" per line ("#" comments and blank lines allowed); a
   password may be given as sha256:<hex>, the SHA-256 of the password:
       python -c "import hashlib; print('sha256:' + hashlib.sha256(b'secret').hexdigest())"
-  After 5 wrong passwords for one user within 5 minutes that user is refused for 5 minutes;
-  more than 30 failed logins a minute in all refuse every login for that minute.
+  After 5 wrong passwords for one user from one address within 5 minutes, that user is refused
+  at that address for 5 minutes; more than 30 failed logins a minute from one address refuse
+  that address for the minute; more than 100 a minute in all slow every login by a second
+  (a guesser never locks anyone else out).
 
 deep links (hand out an exercise as a URL):
   http://HOST:7860/?tab=train&preset=nanogpt-cpu-tiny&set=train.max_steps=300&set=model.n_layer=2
@@ -41,8 +44,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--auth-file", action="append", default=[], metavar="FILE", help="require a login: one user:password per line (see below)")
     parser.add_argument("--library", action="append", default=[], metavar="DIR", help="an instructor's folder of prepared tokenizers/ and models/, read-only to users; repeatable")
     parser.add_argument("--device", choices=DEVICE_CHOICES, default="auto", help="where models run: auto picks cuda, then mps, then cpu")
-    parser.add_argument("--workspace", default=None, help=f"folder for tokenizers and models (default {DEFAULT_WORKSPACE})")
+    parser.add_argument("--workspace", default=None, help=f"folder for tokenizers and models (default ${WORKSPACE_ENV}, "
+                        f"else {DEFAULT_WORKSPACE}); on a Space, a mounted Storage Bucket keeps work across restarts")
     parser.add_argument("--demo", action="store_true", help="conservative caps for public servers (also on when SPACE_ID is set)")
+    parser.add_argument("--analytics", action="store_true", help="let gradio send its usage analytics (off by default: "
+                        "nothing is sent home)")
     return parser.parse_args(argv)
 
 
@@ -104,23 +110,39 @@ def main(argv: list[str] | None = None) -> None:
     # A server never opens a window: say "agg" up front.
     os.environ.setdefault("MPLBACKEND", "agg")
     args = parse_args(argv)
+    # Before gradio is imported (it reads these once): no usage analytics, no hub telemetry,
+    # unless --analytics asks for them.
+    os.environ["GRADIO_ANALYTICS_ENABLED"] = "True" if args.analytics else "False"
+    if not args.analytics:
+        os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
     from playground.errors import PlaygroundError
-    from playground.settings import make_settings
+    from playground.settings import make_settings, on_zerogpu
+
+    if on_zerogpu():  # a GPU exists only inside a decorated call: generation runs per request there, unbatched
+        os.environ.setdefault("PLAYGROUND_GENERATE_BATCHING", "0")
+        from playground.zerogpu import spaces_module
+
+        spaces_module()  # `spaces` before anything could initialise CUDA (it refuses to start after)
 
     on_spaces = bool(os.environ.get("SPACE_ID"))
     host = args.host or ("0.0.0.0" if on_spaces else "127.0.0.1")
     auth = build_auth(args.auth, args.auth_file)
     library = check_libraries(args.library)
     try:
-        settings = make_settings(args.workspace, args.device, args.demo, library=library, app=True)
-        settings.resolved_device  # fail early on an unavailable --device
+        settings = make_settings(workspace_setting(args.workspace), args.device, args.demo, library=library, app=True,
+                                 analytics=args.analytics)
+        _ = settings.resolved_device  # fail early on an unavailable --device
     except PlaygroundError as exc:
         sys.exit(str(exc))
     from playground.ui.app import build_app, prepare_server
 
-    prepare_server(settings)
+    try:
+        prepare_server(settings)
+    except PlaygroundError as exc:  # e.g. a workspace this server may not write to
+        sys.exit(str(exc))
     app = build_app(settings)
-    serve(app, host, args.port, args.share, auth, _max_file_size(settings))
+    # gradio awaits an async auth callable: a flood of failed logins slows logins without blocking the server.
+    serve(app, host, args.port, args.share, auth.login if auth is not None else None, _max_file_size(settings))
 
 
 def serve(app, host: str, port: int, share: bool, auth, max_file_size: int | None) -> None:

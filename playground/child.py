@@ -125,7 +125,8 @@ class JobCancelled(PlaygroundError):
 def iter_in_child(target: str, kwargs: dict[str, Any], *, stop_kw: str | None = "stop", grace_s: float = 30.0,
                   threads: int | None = None, niceness: int = JOB_NICENESS,
                   should_stop: Callable[[], bool] | None = None,
-                  stop_requested: Callable[[], bool] | None = None) -> Generator[Any, None, Any]:
+                  stop_requested: Callable[[], bool] | None = None,
+                  max_s: float | None = None) -> Generator[Any, None, Any]:
     """Yield the events of `target(**kwargs)` ("module:function", a generator function) run in a
     child process, and return its return value; its PlaygroundErrors are raised here as they were.
 
@@ -134,7 +135,10 @@ def iter_in_child(target: str, kwargs: dict[str, Any], *, stop_kw: str | None = 
     A job without a graceful stop (`stop_kw=None`) is terminated at once when closed; a true
     `should_stop()` (checked every POLL_S, also between events) ends it and raises JobCancelled.
     A true `stop_requested()` (checked likewise) asks for the graceful stop, as closing does,
-    and the events go on to the job's own end (its "stopped" event, its return value).
+    and the events go on to the job's own end (its "stopped" event, its return value); so does
+    running past `max_s` seconds (a shared server's time cap). A child that has not ended
+    `grace_s` after a graceful stop was asked for (stuck where it never looks) is ended, and
+    JobCancelled raised: no job outlives its stop.
     """
     ctx = job_context()
     receive, send = ctx.Pipe(duplex=False)
@@ -147,12 +151,23 @@ def iter_in_child(target: str, kwargs: dict[str, Any], *, stop_kw: str | None = 
         threading.Thread(target=_watch_stop, args=(stop_requested, stop, proc), daemon=True,
                          name="playground-job-stop").start()
     finished = False
+    started = time.monotonic()
+    asked_at: float | None = None  # when a graceful stop was asked for
     try:
         while True:
             if should_stop is not None and should_stop():
                 raise JobCancelled("Stopped before it finished; nothing was kept.")
-            if stop_kw and stop_requested is not None and not stop.is_set() and stop_requested():
+            now = time.monotonic()
+            if asked_at is None and ((stop_requested is not None and stop_requested())
+                                     or (max_s is not None and now - started > max_s)):
+                if not stop_kw:
+                    raise JobCancelled(f"Stopped after {now - started:.0f} s, this server's limit for one job.")
                 stop.set()
+                asked_at = now
+            if asked_at is not None and now - asked_at > grace_s:
+                _end(proc, wait_s=0.0)
+                raise JobCancelled("The job did not stop within its grace period and was ended; what it saved before "
+                                   "stays.")
             if not receive.poll(POLL_S):
                 if proc.is_alive():
                     continue

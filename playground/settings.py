@@ -32,6 +32,9 @@ class DemoCaps:
     max_trainings_per_user: int = 1  # live trainings one user may have at once (app only)
     max_experiments_per_user: int = 1  # live experiments one user may have at once (app only)
     max_entries_per_user: int | None = None  # models (and, apart, tokenizers) one user's space may hold (app only)
+    max_space_mb: float | None = None  # an upload is refused past this much in the user's space (uploads, models, tokenizers)
+    max_spaces_total_mb: float | None = None  # ...or past this much in all users' spaces together
+    max_job_s: float | None = None  # a training in the app asks to stop (and saves) after this long (demo mode)
     # Sizes a user can type, checked before anything is allocated (playground.limits).
     max_params: int | None = None  # model parameters (tied weights counted once)
     max_train_memory_gb: float | None = None  # estimated training memory: weights, grads, optimizer, activations
@@ -107,6 +110,9 @@ DEMO_CAPS = DemoCaps(
     light_slots=3,
     analysis_slots=1,
     max_entries_per_user=20,
+    max_space_mb=300.0,
+    max_spaces_total_mb=20_000.0,
+    max_job_s=1800.0,
 )
 
 
@@ -128,6 +134,11 @@ class Settings:
     # Whether long jobs (training) run in a child process: the served app does, so a run has its
     # own GIL and memory (given back when it ends) and cannot take the server down with it.
     isolate_jobs: bool = False
+    # Whether gradio may send its usage analytics home (off unless asked for: --analytics).
+    analytics: bool = False
+    # Whether GPU work goes through ZeroGPU (a Hugging Face Space with SPACES_ZERO_GPU set):
+    # decorated calls from the request's thread instead of child processes (playground.zerogpu).
+    zerogpu: bool = False
 
     @property
     def resolved_device(self) -> str:
@@ -155,7 +166,7 @@ def resolve_device(requested: str = "auto") -> str:
 
 
 def make_settings(workspace: str | Path | None = None, device: str = "auto", demo: bool = False, *,
-                  library: Sequence[str | Path] = (), app: bool = False) -> Settings:
+                  library: Sequence[str | Path] = (), app: bool = False, analytics: bool = False) -> Settings:
     """Settings from flags; SPACE_ID in the environment (Hugging Face Spaces) forces demo mode.
 
     `app=True` is the served app: typed paths never reach the file system, and `library`
@@ -175,4 +186,11 @@ def make_settings(workspace: str | Path | None = None, device: str = "auto", dem
         library=tuple(shelves),
         user_paths=not app,
         isolate_jobs=app,
+        analytics=analytics,
+        zerogpu=app and on_zerogpu(),
     )
+
+
+def on_zerogpu() -> bool:
+    """Whether this process runs on a ZeroGPU Space (the variable the `spaces` package reads)."""
+    return os.environ.get("SPACES_ZERO_GPU", "").lower() in ("1", "t", "true")

@@ -41,6 +41,8 @@ SHARED_BY_FILE = "shared-by"
 _SHARE_LOCK = threading.Lock()  # one share at a time: the owner check and the copy are one step
 IDLE_API_SPACE_S = 7 * 86400  # an API session's space, untouched this long, is removed
 IDLE_BROWSER_SPACE_S = 30 * 86400  # an anonymous browser's space, untouched this long, is removed
+IDLE_ANON_UPLOAD_S = 86400  # an anonymous space's uploaded file, untouched this long, is removed (sooner)
+UPLOADS_FOLDER = "uploads"  # playground.data.policy's name for a space's uploads
 TOKEN_PATTERN = re.compile(r"^[A-Za-z0-9_-]{16,128}$")
 
 
@@ -82,8 +84,10 @@ class UserSpace:
     names_only = True  # checkpoints are looked up by name, never by a path the user typed
 
     def __init__(self, own: Workspace, shared: Workspace, shelves: Sequence[Workspace], key: str,
-                 cache_dir: Path, scratch_root: Path | None = None, max_entries: int | None = None) -> None:
+                 cache_dir: Path, scratch_root: Path | None = None, max_entries: int | None = None,
+                 session: str | None = None) -> None:
         self.own = own
+        self.session = session  # the connection asking (its jobs stop when it goes: LiveJobs.stop_session)
         self.max_entries = max_entries  # per kind; a public server keeps a user's disk use bounded
         self.shared = shared
         self.shelves = tuple(shelves)
@@ -270,7 +274,7 @@ class Spaces:
             raise PlaygroundError("Internal: malformed user key.")
         scratch = self.scratch_base / _digest(f"scratch:{session_hash}") if session_hash else None
         return UserSpace(Workspace(self.users_dir / key), self.shared, self.shelves, key, self.cache_dir, scratch,
-                         self.max_entries)
+                         self.max_entries, session_hash)
 
     def end_session(self, session_hash: str) -> None:
         """Remove the temp files one browser session made (called on unload)."""
@@ -284,10 +288,12 @@ class Spaces:
             self._last_sweep = time.time()
         return self.remove_idle_spaces()
 
-    def remove_idle_spaces(self, api_after_s: float = IDLE_API_SPACE_S, browser_after_s: float = IDLE_BROWSER_SPACE_S) -> int:
+    def remove_idle_spaces(self, api_after_s: float = IDLE_API_SPACE_S, browser_after_s: float = IDLE_BROWSER_SPACE_S,
+                           uploads_after_s: float = IDLE_ANON_UPLOAD_S) -> int:
         """Remove anonymous spaces nobody touched for a while: per-connection ones (`s-…`, API
-        clients) after `api_after_s`, per-browser ones (`b-…`) after `browser_after_s`. Spaces of
-        logins (`u-…`) stay. Returns how many were removed."""
+        clients) after `api_after_s`, per-browser ones (`b-…`) after `browser_after_s`; sooner,
+        their uploaded files untouched for `uploads_after_s`. Spaces of logins (`u-…`) stay.
+        Returns how many spaces were removed."""
         if not self.users_dir.is_dir():
             return 0
         now, removed = time.time(), 0
@@ -296,6 +302,11 @@ class Spaces:
                 if now - newest_mtime(folder) > limit:
                     shutil.rmtree(folder, ignore_errors=True)
                     removed += 1
+                    continue
+                for upload in (folder / UPLOADS_FOLDER).glob("*"):
+                    with contextlib.suppress(OSError):
+                        if upload.is_file() and not upload.is_symlink() and now - upload.stat().st_mtime > uploads_after_s:
+                            upload.unlink()
         return removed
 
     def clean_on_start(self) -> dict[str, int]:
@@ -349,11 +360,14 @@ class LiveJobs:
         self._lock = threading.Lock()
         self._live: dict[tuple[str, str], set[str]] = {}
         self._stops: dict[tuple[str, str, str], threading.Event] = {}
+        self._sessions: dict[tuple[str, str, str], str] = {}  # job -> the connection that started it
         self._on_release = on_release  # e.g. give freed memory back to the OS after a job
 
     @contextlib.contextmanager
-    def claim(self, user: str, lane: str, name: str, limit: int, what: str = "job") -> Iterator[threading.Event]:
-        """Reserve (user, lane, name) while the block runs; yields the job's stop request."""
+    def claim(self, user: str, lane: str, name: str, limit: int, what: str = "job",
+              session: str | None = None) -> Iterator[threading.Event]:
+        """Reserve (user, lane, name) while the block runs; yields the job's stop request, which
+        `stop_session(session)` also sets (its owner has gone)."""
         token = f"{lane}:{name}"
         with self._lock:
             mine = self._live.setdefault((user, lane), set())
@@ -366,6 +380,8 @@ class LiveJobs:
                                       f"{limit} per user at once. Stop it or wait for it to finish.")
             mine.add(token)
             stop = self._stops[(user, lane, name)] = threading.Event()
+            if session:
+                self._sessions[(user, lane, name)] = session
         try:
             yield stop
         finally:
@@ -375,6 +391,7 @@ class LiveJobs:
                 if not mine:
                     self._live.pop((user, lane), None)
                 self._stops.pop((user, lane, name), None)
+                self._sessions.pop((user, lane, name), None)
             if self._on_release is not None:
                 self._on_release()
 
@@ -386,6 +403,15 @@ class LiveJobs:
             return False
         stop.set()
         return True
+
+    def stop_session(self, session: str) -> int:
+        """Ask every live job that connection `session` started to stop (it closed: the reaper of
+        jobs whose owner is gone); returns how many were asked."""
+        with self._lock:
+            stops = [self._stops[job] for job, owner in self._sessions.items() if owner == session and job in self._stops]
+        for stop in stops:
+            stop.set()
+        return len(stops)
 
     def count(self, lane: str | None = None) -> int:
         """How many jobs are live (in one lane, or all)."""

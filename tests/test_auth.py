@@ -1,11 +1,13 @@
 """playground.auth: credentials from flags and files, and the rate-limited login guard."""
 from __future__ import annotations
 
+import asyncio
 import threading
 
 import pytest
 
 from playground.auth import (
+    CLIENT,
     AuthConfigError,
     LoginGuard,
     hash_password,
@@ -91,14 +93,39 @@ def test_guard_failures_outside_the_window_do_not_count():
     assert guard("alice", "pw")
 
 
-def test_guard_global_cap_refuses_everyone_for_a_minute():
+def _from(address: str, guard: LoginGuard, user: str, password: str) -> bool:
+    token = CLIENT.set(address)
+    try:
+        return guard(user, password)
+    finally:
+        CLIENT.reset(token)
+
+
+def test_guard_limits_are_per_address_so_a_guesser_locks_nobody_else():
     clock = Clock()
-    guard = LoginGuard({"alice": "pw"}, max_failures=100, global_per_minute=5, clock=clock)
-    for i in range(5):
-        assert not guard(f"guess{i}", "x")  # unknown users count too
-    assert not guard("alice", "pw")
+    guard = LoginGuard({"alice": "pw"}, max_failures=5, client_per_minute=30, clock=clock)
+    for _ in range(5):
+        assert not _from("6.6.6.6", guard, "alice", "guess")
+    assert not _from("6.6.6.6", guard, "alice", "pw")  # the guesser's address is locked for alice...
+    assert _from("10.0.0.7", guard, "alice", "pw")  # ...alice at her own address is not
+    for i in range(30):
+        _from("6.6.6.7", guard, f"guess{i}", "x")  # guessing across names
+    assert not _from("6.6.6.7", guard, "alice", "pw")  # that address is refused for the minute
+    assert _from("10.0.0.8", guard, "alice", "pw")
     clock.t += 61
-    assert guard("alice", "pw")
+    assert _from("6.6.6.7", guard, "alice", "pw")
+
+
+def test_guard_global_ceiling_slows_but_never_refuses():
+    clock = Clock()
+    guard = LoginGuard({"alice": "pw"}, max_failures=100, client_per_minute=100, global_per_minute=5, slow_s=0.0,
+                       clock=clock)
+    for i in range(5):
+        assert not _from(f"6.6.6.{i}", guard, f"guess{i}", "x")  # unknown users count too
+    assert guard.slowing()
+    assert asyncio.run(guard.login("alice", "pw"))  # slowed, still let in
+    clock.t += 61
+    assert not guard.slowing()
 
 
 def test_guard_is_thread_safe():

@@ -1,6 +1,7 @@
 """`python launch.py` as a user runs it: flags, serving, offline --share, SPACE_ID."""
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -114,14 +115,15 @@ def test_main_builds_app_settings_with_library(monkeypatch, tmp_path):
     main(["--library", str(lib), "--workspace", str(tmp_path / "ws"), "--device", "cpu", "--auth", "a:b"])
     settings = seen["settings"]
     assert settings.library[-1] == lib.resolve() and settings.user_paths is False
-    assert seen["host"] == "127.0.0.1" and seen["auth"]("a", "b") and not seen["auth"]("a", "c")
+    assert seen["host"] == "127.0.0.1" and asyncio.run(seen["auth"]("a", "b")) and not asyncio.run(seen["auth"]("a", "c"))
     monkeypatch.setenv("SPACE_ID", "someone/space")
     main(["--workspace", str(tmp_path / "ws"), "--device", "cpu"])
     assert seen["host"] == "0.0.0.0" and seen["settings"].demo and seen["auth"] is None
 
 
 def test_launched_app_rate_limits_logins(tmp_path):
-    """POST /login: a good login works, 5 bad ones lock the user, then even the good one is refused."""
+    """POST /login: a good login works, 5 bad ones lock the user at that address (even the good password
+    is refused there), and neither that nor 40 failures from one address lock anyone out elsewhere."""
     import httpx
 
     users = tmp_path / "users.txt"
@@ -145,7 +147,14 @@ def test_launched_app_rate_limits_logins(tmp_path):
             for _ in range(5):
                 assert client.post("/login", data={"username": "alice", "password": "guess"}).status_code == 400
             refused = client.post("/login", data={"username": "alice", "password": "wonderland"})
-            assert refused.status_code == 400  # locked for the cool-down
+            assert refused.status_code == 400  # locked for the cool-down, from this address
+            elsewhere = {"x-forwarded-for": "10.1.2.3"}  # alice herself, through the proxy on this machine
+            assert client.post("/login", data={"username": "alice", "password": "wonderland"},
+                               headers=elsewhere).json() == {"success": True}  # a guesser cannot lock her out
+            for i in range(40):  # one address guessing across many names: that address is refused...
+                client.post("/login", data={"username": f"guess{i}", "password": "x"})
+            assert client.post("/login", data={"username": "alice", "password": "wonderland"},
+                               headers={"x-forwarded-for": "10.9.9.9"}).json() == {"success": True}  # ...nobody else
     finally:
         proc.terminate()
         out, _ = proc.communicate(timeout=30)

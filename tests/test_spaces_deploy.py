@@ -26,7 +26,8 @@ def front_matter() -> dict[str, str]:
     text = (REPO / "README.md").read_text(encoding="utf-8")
     assert text.startswith("---\n"), "README.md must start with the Spaces front matter"
     block = text[4:text.index("\n---\n", 4)]
-    return {k.strip(): v.strip().strip('"') for k, _, v in (line.partition(":") for line in block.splitlines())}
+    lines = [line for line in block.splitlines() if not line.startswith(("-", " "))]  # list items: read where needed
+    return {k.strip(): v.strip().strip('"') for k, _, v in (line.partition(":") for line in lines)}
 
 
 def requirement_lines() -> list[str]:
@@ -49,13 +50,32 @@ def test_front_matter_is_a_gradio_space_on_launch_py():
     assert len(meta.get("short_description", "")) <= 60  # the Hub's limit
 
 
-def test_requirements_match_pyproject_and_allow_the_cpu_torch():
-    deps = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
-    assert sorted(requirement_lines()) == sorted(deps)  # one list, two files: keep them equal
-    torch_spec = next(line for line in requirement_lines() if line.startswith("torch"))
+ZEROGPU_TORCH = ("2.8", "2.9", "2.10", "2.11")  # the torch versions ZeroGPU supports
+ZEROGPU_PYTHONS = ("3.10", "3.12")  # ZeroGPU runs Python 3.10.13 or 3.12.12
+
+
+def test_requirements_match_pyproject_with_torch_pinned_for_zerogpu():
     from packaging.requirements import Requirement
 
-    assert Requirement(torch_spec).specifier.contains("2.13.0")
+    deps = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    others = [line for line in requirement_lines() if not line.startswith("torch")]
+    assert sorted(others) == sorted(d for d in deps if not d.startswith("torch"))  # one list, two files
+    pin = Requirement(next(line for line in requirement_lines() if line.startswith("torch")))
+    (spec,) = pin.specifier
+    assert spec.operator == "==" and spec.version.rsplit(".", 1)[0] in ZEROGPU_TORCH
+    project = Requirement(next(d for d in deps if d.startswith("torch")))
+    assert project.specifier.contains(spec.version) and project.specifier.contains("2.13.0")  # the range stays wide
+
+
+def test_front_matter_is_what_zerogpu_accepts():
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    meta = front_matter()
+    assert meta["python_version"] in ZEROGPU_PYTHONS
+    assert meta["hf_oauth"] == "true"  # "Sign in with Hugging Face" (playground.ui.signin)
+    block = text[4:text.index("\n---\n", 4)]
+    preload = block.split("preload_from_hub:", 1)[1].splitlines()[1:]
+    models = [line.strip()[2:].split()[0] for line in preload if line.strip().startswith("- ")]
+    assert models and all(re.fullmatch(r"[\w.-]+/[\w.-]+", m) for m in models)
 
 
 @pytest.mark.slow
@@ -66,7 +86,8 @@ def test_fresh_venv_from_requirements_serves_the_space(tmp_path):
     timings: dict[str, float] = {}
     t0 = time.monotonic()
     try:
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=120)
+        # The Space's Python where this machine has it (pyenv's 3.12), else this one.
+        subprocess.run([space_python(), "-m", "venv", str(venv)], check=True, capture_output=True, timeout=120)
         python = venv / "bin" / "python"
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
         env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
@@ -105,6 +126,16 @@ def test_fresh_venv_from_requirements_serves_the_space(tmp_path):
         shutil.rmtree(venv, ignore_errors=True)  # ~1.6 GB
         timings["total"] = time.monotonic() - t0
         print("fresh-venv Space timings: " + ", ".join(f"{k} {v:.0f} s" for k, v in timings.items()))
+
+
+def space_python() -> str:
+    """A Python of the Space's version (front matter `python_version`) if one is installed, else this one."""
+    version = front_matter()["python_version"]
+    candidates = [shutil.which(f"python{version}"), *sorted(Path.home().glob(f".pyenv/versions/{version}.*/bin/python3"))]
+    for candidate in candidates:
+        if candidate and subprocess.run([str(candidate), "--version"], check=False, capture_output=True).returncode == 0:
+            return str(candidate)
+    return sys.executable
 
 
 def _wait_for_config(url: str, proc: subprocess.Popen, limit_s: float = 180) -> dict:

@@ -240,33 +240,51 @@ PAINT_MODES = (("page", "", "gzip"), ("page", "", "identity"), ("config", "confi
                ("config", "config", "identity"))
 
 
-def fetch(url: str, encoding: str, timeout_s: float) -> tuple[float, int]:
+def fetch(url: str, encoding: str, timeout_s: float, cookie: str = "") -> tuple[float, int]:
     """(seconds, bytes on the wire) of one GET asking for `encoding` (gzip or identity)."""
-    request = urllib.request.Request(url, headers={"Accept-Encoding": encoding})
+    headers = {"Accept-Encoding": encoding, **({"Cookie": cookie} if cookie else {})}
+    request = urllib.request.Request(url, headers=headers)
     t0 = time.perf_counter()
     with urllib.request.urlopen(request, timeout=timeout_s) as response:
         size = len(response.read())
     return time.perf_counter() - t0, size
 
 
+# How each simulated browser differs from the others: not at all; as real visitors do (cookies of
+# their own that the page does not depend on, e.g. a Space proxy's, and a deep-link query); and the
+# peer, a login cookie of its own each (gradio then builds the page for each).
+PAINT_VISITORS = ("", " visitors", " rebuilt")
+
+
+def _visitor(kind: str, i: int) -> tuple[str, str]:
+    """(query, cookie) of browser `i` of that kind."""
+    tag = f"{secrets.token_hex(4)}{i}"
+    if kind == " visitors":
+        return ("?tab=train" if i % 2 else ""), f"spaces-jwt={tag}; _ga={tag}"
+    if kind == " rebuilt":
+        return "", f"access-token-bench={tag}"
+    return "", ""
+
+
 def first_paint(url: str, browsers: int, rounds: int, timeout_s: float) -> dict[str, Any]:
     """`browsers` GETs of the page (`/`) or `/config` at once, per encoding, interleaved over
-    `rounds` rounds: as every new visitor asks (the server may answer from its page cache), and
-    with a query string of its own per request (the peer: the page rebuilt for each)."""
+    `rounds` rounds: identical requests; requests as distinct visitors send them (cookies of their
+    own, a deep-link query: the server may still answer from its page cache); and the peer, a
+    login cookie of its own per request (the page rebuilt for each)."""
     times: dict[str, list[float]] = {}
     sizes: dict[str, int] = {}
     with ThreadPoolExecutor(max_workers=browsers) as pool:
         for _ in range(rounds):
             for what, path, encoding in PAINT_MODES:
-                for rebuilt in (False, True):
-                    label = f"{what} {encoding}{' rebuilt' if rebuilt else ''}"
+                for kind in PAINT_VISITORS:
+                    label = f"{what} {encoding}{kind}"
                     barrier = threading.Barrier(browsers)
 
-                    def one(i: int, path: str = path, encoding: str = encoding, rebuilt: bool = rebuilt,
+                    def one(i: int, path: str = path, encoding: str = encoding, kind: str = kind,
                             barrier: threading.Barrier = barrier) -> tuple[float, int]:
-                        query = f"?bench={secrets.token_hex(4)}{i}" if rebuilt else ""
+                        query, cookie = _visitor(kind, i)
                         barrier.wait(timeout=timeout_s)
-                        return fetch(url + path + query, encoding, timeout_s)
+                        return fetch(url + path + query, encoding, timeout_s, cookie)
 
                     for seconds, size in pool.map(one, range(browsers)):
                         times.setdefault(label, []).append(seconds)

@@ -43,11 +43,18 @@ class DataPolicy:
     - ``allow_paths``: a reference may be any file path (the CLI; False in the served app).
     - ``uploads``: the user's own upload folder, where ``upload:<name>`` references resolve.
     - ``max_upload_bytes``: the largest upload accepted into ``uploads`` (None = no limit).
+    - ``max_space_bytes`` / ``max_spaces_bytes``: what the user's space (the folder above ``uploads``)
+      and every space under ``spaces_root`` may hold with this upload (None = no limit).
     """
 
     allow_paths: bool = True
     uploads: Path | None = None
     max_upload_bytes: int | None = None
+    # A shared server's disk: the user's whole space (uploads, models, tokenizers) and all spaces
+    # together (`spaces_root`) are capped, so that no visitor fills the disk with uploads.
+    max_space_bytes: int | None = None
+    spaces_root: Path | None = None
+    max_spaces_bytes: int | None = None
 
     def is_upload_ref(self, spec: str) -> bool:
         """Whether `spec` names a file in the user's upload folder (``upload:<name>``)."""
@@ -105,6 +112,7 @@ class DataPolicy:
             raise DataError(f"{src.name!r} is not a .txt, .tsv, .csv or .zip file; upload one of those.")
         if suffix == ".zip":
             check_zip(src)
+        self._check_room(src.stat().st_size)
         digest = _sha256(src)
         stem = _SAFE_NAME.sub("_", src.stem).strip("._-")[:40] or "upload"
         folder = Path(self.uploads)
@@ -128,13 +136,45 @@ class DataPolicy:
         return UPLOAD_PREFIX + name
 
 
+    def _check_room(self, size: int) -> None:
+        """DataError when `size` more bytes would take the user's space, or all spaces, past their cap."""
+        own = Path(self.uploads).parent if self.uploads is not None else None
+        if self.max_space_bytes is not None and own is not None:
+            used = folder_bytes(own)
+            if used + size > self.max_space_bytes:
+                raise DataError(f"Your space holds {used / 1e6:,.1f} MB (uploads, models and tokenizers); this server "
+                                f"keeps up to {self.max_space_bytes / 1e6:,.0f} MB per user. Delete uploads or entries "
+                                "in My space first.")
+        if (self.max_spaces_bytes is not None and self.spaces_root is not None
+                and folder_bytes(self.spaces_root) + size > self.max_spaces_bytes):
+            raise DataError("This server's disk for users' files is full; try again later or use a built-in data set.")
+
+
+def folder_bytes(folder: Path) -> int:
+    """Bytes of the plain files under `folder` (symlinks not followed; 0 when it does not exist)."""
+    total = 0
+    for path in Path(folder).rglob("*"):
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISREG(info.st_mode):
+            total += info.st_size
+    return total
+
+
 def data_policy(settings: Any, workspace: Workspace | None = None) -> DataPolicy:
     """The policy for these settings (``user_paths``, upload cap) and this user's workspace."""
     caps = getattr(settings, "caps", None)
     mb = getattr(caps, "max_upload_mb", None)
+    space_mb, all_mb = getattr(caps, "max_space_mb", None), getattr(caps, "max_spaces_total_mb", None)
+    uploads = uploads_dir(workspace)
     return DataPolicy(allow_paths=bool(getattr(settings, "user_paths", True)),
-                      uploads=uploads_dir(workspace),
-                      max_upload_bytes=int(mb * 1_000_000) if mb else None)
+                      uploads=uploads,
+                      max_upload_bytes=int(mb * 1_000_000) if mb else None,
+                      max_space_bytes=int(space_mb * 1_000_000) if space_mb else None,
+                      spaces_root=uploads.parent.parent if uploads is not None else None,
+                      max_spaces_bytes=int(all_mb * 1_000_000) if all_mb else None)
 
 
 def uploads_dir(workspace: Workspace | None) -> Path | None:

@@ -57,7 +57,6 @@ from playground.training.optim import MuonAdamW, muon_param_groups
 from playground.training.schedules import make_scheduler
 from playground.training.spec import RunSpec, check_run_sizes, resolve_run
 from playground.workspace import Workspace, validate_name
-from playground.zerogpu import TRAIN_S, gpu
 
 
 @dataclass
@@ -356,7 +355,6 @@ def _setup(
     return run, notes
 
 
-@gpu(duration=TRAIN_S)  # a ZeroGPU Space attaches its GPU for the run
 def train(
     preset: Preset | str | None,
     workspace: Workspace,

@@ -72,8 +72,9 @@ def check_run_sizes(spec: RunSpec, caps: DemoCaps | None = None, check_steps: bo
     """TooBigError unless `[train]`, `[data]` and the `[model]` known so far fit `caps` (default FULL_CAPS)."""
     limits.check_train_config(spec.train, caps, check_steps=check_steps)
     limits.check_data_config(spec.data, caps)
+    data = limits.check_data_memory(spec.data, caps)  # generated pairs count against the run's memory too
     limits.check_model_values(spec.family, check_model_values(get_family_config(spec.family), spec.preset.model),
-                              caps, spec.train.batch_size, spec.train.optimizer)
+                              caps, spec.train.batch_size, spec.train.optimizer, extra_bytes=data)
 
 
 def get_family_config(family: str) -> type[ModelConfig]:

@@ -26,7 +26,7 @@ from playground.analysis.numerics import FLOAT64_MAX_PARAMETERS
 from playground.errors import PlaygroundError
 from playground.families import get_family
 from playground.scratch import download_dir
-from playground.ui import coverage_view, experiments_view, heads_view
+from playground.ui import coverage_view, experiments_view, gpu_calls, heads_view
 from playground.ui.components import Chart, ReadableImage, Slider
 from playground.ui.context import AppContext, model_choices, text_hint
 from playground.ui.tables import Table
@@ -264,12 +264,13 @@ def run_analysis(workspace: Workspace, device: str, checkpoint: str | None, text
                  sample: Any, position: Any, target: Any, methods: list[str] | None, layer: Any, head: Any,
                  ig_steps: Any, ig_auto: bool, handoff: dict | None = None,
                  progress: gr.Progress | None = None, max_ig_steps: int | None = None,
-                 caps: Any = None, float64: bool = False) -> Explanation:
+                 caps: Any = None, float64: bool = False, zerogpu: bool = False) -> Explanation:
     """Run the per-input analysis and show it.
 
     `max_ig_steps` (a shared server's cap) bounds integrated gradients' steps, the auto-raise included;
     `caps` (default FULL_CAPS) bounds the text's length; `float64` runs every method on a float64
-    copy of the model (AnalysisOptions.float64, the CLI's --float64; small models only)."""
+    copy of the model (AnalysisOptions.float64, the CLI's --float64; small models only); `zerogpu`
+    runs it as a ZeroGPU call (playground.ui.gpu_calls)."""
     from playground.analysis.explain.attributions import MAX_STEPS
     from playground.analysis.explain.per_input import (
         AnalysisOptions,
@@ -299,7 +300,10 @@ def run_analysis(workspace: Workspace, device: str, checkpoint: str | None, text
                               ig_steps=min(int(ig_steps or 50), ig_max), ig_auto=bool(ig_auto), ig_max_steps=ig_max,
                               float64=bool(float64))
     report = (lambda frac, name: progress(frac, desc=f"computing {name}")) if progress is not None else None
-    result = analyze_checkpoint(bundle, spec, options, device=device, private=True, progress=report)
+    if zerogpu:  # a decorated call from this thread; the bundle is loaded inside it (nothing unpicklable crosses)
+        result = gpu_calls.analyze(workspace, checkpoint, spec, options)
+    else:
+        result = analyze_checkpoint(bundle, spec, options, device=device, private=True, progress=report)
     grounding = result.pointing if result.pointing is not None else result.alignment
     heads = None
     if result.heads is not None:
@@ -387,7 +391,7 @@ def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, abou
              f64=False, progress=gr.Progress()):  # noqa: B008 - gradio finds its tracker by this default
         return run_analysis(space, device, checkpoint, text, image, sample, position, target, methods, layer, head,
                             ig_steps, ig_auto, handoff, progress, max_ig_steps=ctx.settings.caps.max_ig_steps,
-                            caps=ctx.settings.caps, float64=bool(f64))
+                            caps=ctx.settings.caps, float64=bool(f64), zerogpu=ctx.settings.zerogpu)
 
     run_inputs = [ctx.user, checkpoint, text, image, sample, position, target, methods, layer, head, ig_steps, ig_auto,
                   handoff, float64]

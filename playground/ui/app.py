@@ -5,7 +5,10 @@ reloads by a random token in the browser's localStorage); see playground/spaces.
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
 import inspect
+import logging
 import secrets
 from pathlib import Path
 from typing import Any
@@ -14,15 +17,18 @@ import gradio as gr
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
 
+from playground.auth import LoginClients
 from playground.child import warm_up
 from playground.memory import limit_arenas, release_free_memory
+from playground.persistence import check_writable, persistence
 from playground.settings import Settings
-from playground.spaces import TOKEN_PATTERN, LiveJobs, Spaces, new_browser_token
+from playground.spaces import LiveJobs, Spaces
 from playground.ui import (
     analyze_tab,
     deeplink_view,
     generate_tab,
     lessons_tab,
+    signin,
     space_panel,
     tokenizer_tab,
     train_tab,
@@ -32,7 +38,9 @@ from playground.ui.context import AppContext, refresh_all, remember_answer, skip
 from playground.ui.frontend_fix import FrontendFix
 from playground.ui.page_cache import PageCache
 from playground.ui.progress_targets import limit_progress_targets
+from playground.ui.signin import identity, space_note
 
+log = logging.getLogger("playground.app")
 TABS = (
     ("tokenizer", "Tokenizer", tokenizer_tab),
     ("train", "Train", train_tab),
@@ -71,16 +79,19 @@ def launch_options() -> dict[str, Any]:
     return {"css": APP_CSS, **RUN_HISTORY_OFF,
             "app_kwargs": {"middleware": [Middleware(PageCache),  # outermost: it keeps the gzipped answer
                                           Middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES, compresslevel=6),
-                                          Middleware(FrontendFix)]}}  # innermost: it edits the plain asset
+                                          Middleware(FrontendFix),  # it edits the plain asset
+                                          Middleware(LoginClients)]}}  # who is logging in (per-address limits)
 
 
-def header_markdown(settings: Settings) -> str:
-    """The header line: product name, device in use, whose space, demo mode (no server paths)."""
+def header_markdown(settings: Settings, notes: tuple[str, ...] = ()) -> str:
+    """The header line: product name, device in use, whose space, demo mode (no server paths);
+    `notes` (whether work persists, how long an anonymous space lives) follow on a line of their own."""
     demo = " · **demo mode** (capped for a shared server)" if settings.demo else ""
+    extra = "\n\n" + " ".join(n for n in notes if n) if any(notes) else ""
     return (
         "## Transformer Playground\n"
         f"Device: **{settings.resolved_device}** · Your tokenizers and models are private to you "
-        f"(shipped and library ones are read-only){demo}"
+        f"(shipped and library ones are read-only){demo}{extra}"
     )
 
 
@@ -95,6 +106,8 @@ def prepare_server(settings: Settings) -> dict[str, int]:
     limit_arenas(2)  # before gradio's worker threads exist: freed memory can go back to the OS
     if settings.isolate_jobs:
         warm_up()
+    check_writable(settings.workspace)  # a read-only mount fails here, with its name, not at a first save
+    log.warning("%s", persistence(settings.workspace).log_line)
     counts = Spaces(settings.workspace, settings.library).clean_on_start()
     if read_secret(settings.workspace) is None:
         root = settings.workspace
@@ -115,19 +128,27 @@ def read_secret(root: Path) -> str | None:
     return text if len(text) >= 32 else None
 
 
-def assign_browser_token(token: str | None) -> tuple[str, str]:
-    """On page load: keep this browser's token, or give it a new one (into localStorage and state)."""
-    if not (isinstance(token, str) and TOKEN_PATTERN.match(token)):
-        token = new_browser_token()
-    return token, token
+def browser_state_key(secret: str | None) -> str | None:
+    """The key gr.BrowserState encrypts the browser token with, derived one way from the install's secret.
+
+    gradio sends this key to every browser in /config (the encryption happens in the browser),
+    so it is public: a one-way derivation keeps it stable across restarts (a reloading student
+    keeps their space) while the secret itself never leaves the server."""
+    if secret is None:
+        return None
+    return hmac.new(secret.encode("utf-8"), b"gradio-browser-state", hashlib.sha256).hexdigest()[:32]
 
 
 def build_app(settings: Settings) -> gr.Blocks:
     """Build (not launch) the app for these settings."""
     spaces = Spaces(settings.workspace, settings.library, max_entries=settings.caps.max_entries_per_user)
-    with Blocks(title="Transformer Playground", delete_cache=DELETE_CACHE) as app:
-        gr.Markdown(header_markdown(settings), elem_id="header")
-        browser = gr.BrowserState(None, storage_key=BROWSER_KEY, secret=read_secret(spaces.root))
+    with Blocks(title="Transformer Playground", delete_cache=DELETE_CACHE,
+                analytics_enabled=settings.analytics) as app:
+        signed_in = signin.enabled()
+        notes = (persistence(settings.workspace).page_note, space_note(signed_in) if settings.demo or signed_in else "")
+        gr.Markdown(header_markdown(settings, notes), elem_id="header")
+        signin.login_button()
+        browser = gr.BrowserState(None, storage_key=BROWSER_KEY, secret=browser_state_key(read_secret(spaces.root)))
         user = gr.State(None)
         workspace_version = gr.State(0)
         selection = gr.State({})
@@ -141,7 +162,7 @@ def build_app(settings: Settings) -> gr.Blocks:
                     module.build(ctx)
                 owner += [tab] * (len(ctx.refreshers) - len(owner))
         # The token must be in place before the refreshers list the user's entries.
-        loaded = app.load(assign_browser_token, [browser], [browser, user], queue=False, show_progress="hidden")
+        loaded = app.load(identity, [browser], [browser, user], queue=False, show_progress="hidden")
         memos: list[gr.State] = []
         for (fn, inputs, outputs, api_name), tab in zip(ctx.refreshers, owner):
             # The page load answers in full (and is the API endpoint); opening the refresher's own
@@ -167,6 +188,7 @@ def build_app(settings: Settings) -> gr.Blocks:
         def end_session(request: gr.Request) -> None:
             if request is not None and request.session_hash:
                 spaces.end_session(request.session_hash)
+                ctx.jobs.stop_session(request.session_hash)  # its trainings save and end: their owner has gone
             release_free_memory()
             spaces.sweep_idle_spaces()  # at most hourly: anonymous spaces idle for weeks go
 

@@ -16,6 +16,7 @@ import torch
 from playground.errors import PlaygroundError
 from playground.settings import Settings
 from playground.spaces import LiveJobs, Spaces, UserSpace, user_key
+from playground.ui.signin import username_of
 from playground.ui.updates import plain, plain_stream
 
 HEAVY = "heavy"  # lane of training, tokenizer builds and experiments
@@ -65,8 +66,9 @@ class AppContext:
 
     # -- who is asking -------------------------------------------------------------------
     def space_for(self, token: str | None, request: gr.Request | None) -> UserSpace:
-        """The space of whoever sent `request`: their login, else their browser, else their connection."""
-        username = getattr(request, "username", None) if request is not None else None
+        """The space of whoever sent `request`: their login (--auth, else Hugging Face: `token` is then
+        "hf:<name>", playground.ui.signin), else their browser, else their connection."""
+        username = (getattr(request, "username", None) if request is not None else None) or username_of(token)
         session = getattr(request, "session_hash", None) if request is not None else None
         key = user_key(username, token, session)
         return self.spaces.space(key, session)

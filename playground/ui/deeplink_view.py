@@ -6,6 +6,7 @@ by their elem_ids (so the tab needs no hooks) and registers the handlers.
 """
 from __future__ import annotations
 
+import html
 from collections.abc import Callable
 from typing import Any
 
@@ -98,7 +99,7 @@ def wire(app: gr.Blocks, ctx: Any, notify: Callable[[str], Any] = gr.Warning) ->
             return [gr.skip(), *skip_train]
         tab, values, notices = load_updates(link, toml_text, caps)
         for notice in notices:
-            notify(notice)
+            notify(html.escape(notice))  # the toast renders HTML; a link's values are text, never markup
         return [tab or gr.skip(), *(values if values is not None else skip_train)]
 
     tab_box = tab_target("deeplink-tab")  # the link's tab id; the browser then opens that tab

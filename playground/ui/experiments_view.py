@@ -25,7 +25,7 @@ from playground.ui.components import Chart, Slider
 from playground.ui.context import AppContext, model_choices, user_errors
 from playground.ui.tables import Table
 from playground.ui.updates import Updates
-from playground.zerogpu import EXPERIMENT_S, gpu
+from playground.zerogpu import experiment_seconds, gpu, quota_s
 
 EXPERIMENT_LABELS: dict[str, str] = {
     "permutation": "Random permutation (J&W)",
@@ -215,9 +215,17 @@ def cleared() -> tuple[Any, ...]:
     return ClearedView().values()
 
 
-# On ZeroGPU the GPU is attached for the whole experiment. This handler, not iter_experiment, is the
-# one decorated: spaces drops a generator's return value, and iter_experiment returns its result.
-@gpu(duration=EXPERIMENT_S)
+def _experiment_gpu_s(workspace: Any, settings: Any, checkpoint: str | None, experiment: str, n: float,
+                      *args: Any, **kwargs: Any) -> int:
+    """The GPU seconds one experiment asks for on ZeroGPU: its examples' estimate, within the
+    visitor's daily quota (spaces calls this with the handler's own arguments)."""
+    return experiment_seconds(int(n or 1), quota_s(getattr(workspace, "key", None)))
+
+
+# On ZeroGPU the GPU is attached for the whole experiment, called from the request's thread. This
+# handler, not iter_experiment, is the one decorated: spaces drops a generator's return value, and
+# iter_experiment returns its result.
+@gpu(duration=_experiment_gpu_s)
 def run_experiment(workspace: Any, settings: Any, checkpoint: str | None, experiment: str, n: float, seed: float,
                    module: str | None, heads: str, epsilon: str, n_perm: float, steps: float, k: float,
                    views: list[str], references: list[str], methods: list[str], level: str, seeds: str,

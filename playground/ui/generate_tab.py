@@ -16,7 +16,9 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from playground.limits import cap
 from playground.scratch import download_dir
+from playground.ui import gpu_calls
 from playground.ui.components import Chart, ReadableImage, Slider
 from playground.ui.context import AppContext, model_choices, text_hint, user_errors
 from playground.ui.tab_switch import click_tab_js
@@ -40,6 +42,7 @@ class Env:
     device: str
     max_new_tokens: int | None
     caps: Any = None  # this server's DemoCaps (prompt length, seed, ...); None = FULL_CAPS
+    zerogpu: bool = False  # generate per request in a ZeroGPU call (playground.ui.gpu_calls), not batched
 
 
 def _bundle(env: Env, name: str | None):
@@ -340,7 +343,8 @@ def generate_text(env: Env, name, prompt, temperature, top_k, top_p, min_p, rep,
     head = (prompt or "") if controls.echo_prompt else ""
     partial: list[list] = [[] for _ in range(request.num_samples)]
     last = 0.0
-    for event in stream(bundle, request):
+    events = gpu_calls.generate_events(env.workspace, name, request) if env.zerogpu else stream(bundle, request)
+    for event in events:
         if isinstance(event, Done):
             done = event
             break
@@ -415,6 +419,8 @@ def distribution(env: Env, name, prompt, temperature, top_k, top_p, min_p, state
     controls = generator.controls
     if controls.reads_image:
         return None, None
+    if len(prompt or "") > cap(env.caps, "max_prompt_chars"):
+        return None, None  # as generate_text refuses it (its message says so); never tokenized here
     sampling = _sampling(temperature, top_k, top_p, min_p, 1.0, 0.0, 0.0)
     sel = token_pick(picked)
     title = "Next-token distribution after the prompt"
@@ -463,6 +469,12 @@ def explain(state, picked, selection):
 # ---------------------------------------------------------------------------------------------
 
 
+# The next-token chart follows every edit of the prompt and sampling fields: a lane of its own,
+# one at a time over the server, so a flood of edits (or of API calls) queues there and never
+# takes a Generate or light slot.
+DISTRIBUTION_LANE = {"concurrency_id": "distribution", "concurrency_limit": 1}
+
+
 def _generate_lane(ctx: AppContext) -> dict[str, Any]:
     """Generate's lane. Batched, a GPT generation mostly waits for its model's batch worker
     (one forward pass per step for everyone), so the lane is as wide as a batch; unbatched
@@ -490,10 +502,10 @@ def build(ctx: AppContext) -> None:
         """`fn(env, *args)` as `fn(space, *args)`: the user's space in the handlers' Env."""
         if inspect.isgeneratorfunction(fn):
             def run(space, *args):
-                yield from fn(Env(space, device, caps.max_new_tokens, caps), *args)
+                yield from fn(Env(space, device, caps.max_new_tokens, caps, ctx.settings.zerogpu), *args)
         else:
             def run(space, *args):
-                return fn(Env(space, device, caps.max_new_tokens, caps), *args)
+                return fn(Env(space, device, caps.max_new_tokens, caps, ctx.settings.zerogpu), *args)
         run.__name__ = fn.__name__
         return run
 
@@ -609,6 +621,7 @@ def build(ctx: AppContext) -> None:
         [model.change, prompt.change, temperature.release, top_k.release, top_p.release, min_p.release, picker.change],
         U(distribution), dist_inputs, [dist_plot, dist_csv],
         api_name="generate_distribution", show_progress="hidden", trigger_mode="always_last",
+        **DISTRIBUTION_LANE,  # it fires on every edit of the prompt: one at a time, beside Generate's lane
     )
     picker.change(show_token, [result, picker], [output], api_name="generate_show_token", show_progress="hidden")
     table.select(table_select, [table], [picker], show_progress="hidden",

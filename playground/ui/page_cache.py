@@ -4,10 +4,13 @@ The page (`/`, ~570 KB of HTML with the whole app's config in it) and `/config` 
 JSON) are rebuilt by gradio on every request: a deep copy of the config, serialising it, and
 (with GZip inside this middleware) compressing it. Twenty students opening the share link in
 the same minute pay that twenty times over on a 2-core server. The answer depends only on the
-request's path, host/forwarding headers, cookies (a login) and accepted encoding, so those form
-the key. Requests with a query string (deep links) pass through: a flood of made-up queries can
-neither fill the cache nor push the plain page out. Twenty simultaneous first loads build the
-page once; the others wait for it. No gradio import: pure ASGI.
+request's path, host/forwarding headers, gradio's login cookie (`access-token…`: the page names
+the user) and accepted encoding, so those form the key: every other cookie a browser carries (a
+Space's proxy, analytics, a sign-in session) is left out, or each visitor would get a page of
+their own, rebuilt. Query strings are left out too (the playground's `?tab=…` deep links and
+`?__theme=` are read by the browser), except gradio's own `page` and `deep_link`, whose requests
+pass through: a flood of made-up values can neither fill the cache nor push the plain page out.
+Twenty simultaneous first loads build the page once; the others wait for it. Pure ASGI.
 """
 from __future__ import annotations
 
@@ -27,6 +30,8 @@ CACHED_PATHS = frozenset({"/", "/config"})
 KEY_HEADERS = frozenset({b"host", b"cookie", b"accept-encoding", b"x-forwarded-host", b"x-forwarded-proto",
                          b"x-forwarded-prefix", b"x-forwarded-port", b"forwarded", b"authorization"})
 MAX_BODY_BYTES = 4 * 2**20  # never keep a surprisingly large answer
+LOGIN_COOKIE = "access-token"  # gradio's login cookies: access-token-<id>, access-token-unsecure-<id>
+SERVER_QUERY_KEYS = frozenset({b"page", b"deep_link"})  # the query parameters gradio's page reads
 
 
 class PageCache:
@@ -41,12 +46,13 @@ class PageCache:
     @staticmethod
     def key(scope: Scope) -> tuple:
         """What an answer depends on: the path and the headers in KEY_HEADERS."""
-        headers = tuple(sorted((k.lower(), v) for k, v in scope.get("headers", []) if k.lower() in KEY_HEADERS))
+        headers = tuple(sorted((k.lower(), login_cookies(v) if k.lower() == b"cookie" else v)
+                               for k, v in scope.get("headers", []) if k.lower() in KEY_HEADERS))
         return scope.get("root_path", ""), scope["path"], headers
 
     def cacheable(self, scope: Scope) -> bool:
         return (scope["type"] == "http" and scope.get("method") == "GET" and scope["path"] in self.paths
-                and not scope.get("query_string"))
+                and not _server_query(scope.get("query_string") or b""))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if not self.cacheable(scope):
@@ -99,3 +105,14 @@ class PageCache:
 def _sets_cookie(start: Message) -> bool:
     """An answer that sets a cookie belongs to one visitor: never replay it to another."""
     return any(k.lower() == b"set-cookie" for k, _ in start.get("headers", []))
+
+
+def login_cookies(header: bytes) -> bytes:
+    """The part of a Cookie header the page depends on: gradio's login cookies, sorted."""
+    parts = [p.strip() for p in header.split(b";")]
+    return b"; ".join(sorted(p for p in parts if p.startswith(LOGIN_COOKIE.encode())))
+
+
+def _server_query(query: bytes) -> bool:
+    """Whether the query names a parameter gradio's page reads itself (`page`, `deep_link`)."""
+    return any(part.split(b"=", 1)[0] in SERVER_QUERY_KEYS for part in query.split(b"&") if part)

@@ -41,8 +41,10 @@ from playground.spaces import LiveJobs
 from playground.training.config import TrainConfig, preset_from_sections, preset_to_toml
 from playground.training.runs import run_history
 from playground.training.spec import resolve_run
+from playground.ui import gpu_calls
 from playground.ui.components import Chart
 from playground.ui.context import AppContext, user_errors
+from playground.ui.job_checks import checked_start, start_validator
 from playground.ui.tables import Table
 from playground.ui.updates import Updates
 from playground.workspace import Workspace, validate_name
@@ -487,11 +489,19 @@ def _run_events(workspace: Workspace, settings: Settings, preset: Preset | None,
            "resume": resume, "max_steps_cap": caps.max_train_steps, "limits": caps,
            "policy": data_policy(settings, workspace)}
     # The served app trains in a child process (its own GIL and heap); tests and a laptop may not.
-    events = (iter_in_child(TRAIN_TARGET, job, stop_kw="stop", stop_requested=stop.is_set if stop else None)
-              if settings.isolate_jobs else train(**job, stop=stop))
+    # On ZeroGPU the GPU exists only inside a decorated call from this (the request's) thread.
+    if settings.zerogpu:
+        events = gpu_calls.train_events(job)
+    elif settings.isolate_jobs:
+        events = iter_in_child(TRAIN_TARGET, job, stop_kw="stop", stop_requested=stop.is_set if stop else None,
+                               max_s=caps.max_job_s)  # a demo server's time cap: the run saves and ends
+    else:
+        events = train(**job, stop=stop)
     last_yield = last_side = 0.0
     try:
         for ev in events:
+            if settings.zerogpu and stop is not None and stop.is_set():
+                break  # closing the call's generator stops the GPU worker's run, which saves
             live.add(ev)
             if ev.kind == "start":
                 if family is None:  # Resume: the run's checkpoint (already loaded by the engine) says
@@ -520,11 +530,28 @@ def _run_events(workspace: Workspace, settings: Settings, preset: Preset | None,
             elif ev.kind in ("done", "stopped"):
                 state = "done" if ev.kind == "done" else "stopped"
                 text = (f"finished · val loss {ev.val_loss:.4f} · saved as {name}" if ev.kind == "done"
-                        else stopped_text(name, ev.step, ev.checkpoint is not None))
+                        else stopped_text(name, ev.step, ev.checkpoint is not None)
+                             + time_cap_note(caps.max_job_s, time.time() - started))
                 yield RunView(progress_html(ev.step, ev.max_steps, text, None, state), *live.charts(),
                               version=version + (ev.kind == "stopped"))
     finally:
         events.close()  # a Stop (gradio closes this generator) closes the engine, which saves a checkpoint
+
+
+def gpu_time_note(workspace: Workspace, settings: Settings, toml_text: str) -> str:
+    """On ZeroGPU: the GPU seconds a Start of this TOML asks for, against the visitor's quota."""
+    try:
+        preset = _parse(toml_text)
+        return gpu_calls.planned_training(preset, settings.caps.max_train_steps, getattr(workspace, "key", None)).note()
+    except PlaygroundError:
+        return ""
+
+
+def time_cap_note(max_s: float | None, elapsed_s: float) -> str:
+    """Why a run stopped by itself: this server's time limit per run (empty when under it)."""
+    if max_s is None or elapsed_s < max_s:
+        return ""
+    return f" (this server stops a run after {max_s / 60:g} minutes; Resume continues it)"
 
 
 @user_errors
@@ -578,7 +605,8 @@ def _live_run(workspace: Workspace, settings: Settings, jobs: LiveJobs | None,
     key = getattr(workspace, "key", None)
     if jobs is None or key is None:
         return contextlib.nullcontext()
-    return jobs.claim(key, "train", name, settings.caps.max_trainings_per_user, "training")
+    return jobs.claim(key, "train", name, settings.caps.max_trainings_per_user, "training",
+                      session=getattr(workspace, "session", None))
 
 
 STOP_WAIT_S = 40.0  # a stopping run saves within a step or two; a busy server may take longer
@@ -710,6 +738,7 @@ def build(ctx: AppContext) -> None:
                 stop_btn = gr.Button("Stop", variant="stop", elem_id="train-stop")
                 resume_btn = gr.Button("Resume", elem_id="train-resume")
             description = gr.Markdown(initial[1], elem_id="train-description")
+            gpu_note = gr.Markdown(visible=settings.zerogpu, elem_id="train-gpu-time")  # ZeroGPU: the GPU time asked for
             tokenizer = gr.Dropdown(label="Tokenizer", choices=[], interactive=True, elem_id="train-tokenizer",
                                     info=TOKENIZER_INFO)
             with gr.Accordion("Key settings", open=True):
@@ -772,6 +801,9 @@ def build(ctx: AppContext) -> None:
             listen(**sync, api_name=f"train_set_{f.key.replace('.', '_')}" + ("" if i == 0 else f"_{i}"))
     toml.input(form_updates, [toml], widgets, queue=False, show_progress="hidden", api_name="train_toml_form",
                **private)
+    if settings.zerogpu:  # the GPU time a Start would ask for, before it is pressed
+        toml.change(U(gpu_time_note, settings), [ctx.user, toml], [gpu_note], queue=False,
+                    show_progress="hidden", **private)
     toml.change(U(toml_tokenizer), [ctx.user, toml], [tokenizer], queue=False, show_progress="hidden",
                 api_name="train_toml_tokenizer", **private)
     tokenizer.input(user_errors(lambda text, value: set_field_raw(text, "data.tokenizer", value)), [toml, tokenizer],
@@ -787,10 +819,12 @@ def build(ctx: AppContext) -> None:
     # values), then the run reads that TOML; a field left empty stops here with a message.
     form_first = dict(fn=user_errors(form_to_run), inputs=[toml, tokenizer, *widgets], outputs=[toml, run_state],
                       queue=False, show_progress="hidden", **private)
-    start_event = start_btn.click(**form_first).success(
+    start_first = {**form_first, "fn": user_errors(checked_start(form_to_run, settings))}  # sizes before a slot
+    start_event = start_btn.click(**start_first).success(
         ctx.notice("Training"), None, [status], queue=False, show_progress="hidden").then(
         U(bind(start_training, jobs=ctx.jobs), settings), [ctx.user, preset, toml, name, overwrite, ctx.workspace_version],
-        outputs, api_name="train_start", show_progress="minimal", show_progress_on=[status], **ctx.heavy())
+        outputs, api_name="train_start", show_progress="minimal", show_progress_on=[status],
+        validator=start_validator(settings, 2), **ctx.heavy())  # API callers too: refused before the queue
     resume_event = resume_btn.click(**form_first).success(
         ctx.notice("Resume"), None, [status], queue=False, show_progress="hidden").then(
         U(bind(resume_training, jobs=ctx.jobs), settings), [ctx.user, toml, name, ctx.workspace_version], outputs,

@@ -46,11 +46,23 @@ def test_the_same_page_request_is_built_once():
 def test_what_the_answer_depends_on_is_in_the_key():
     inner = CountingApp()
     cache = PageCache(inner)
-    assert get(cache, cookie="alice")[1] == b"/ for alice!"
-    assert get(cache, cookie="bob")[1] == b"/ for bob!"  # a login never sees another's page
+    assert get(cache, cookie="access-token-1=alice")[1] == b"/ for access-token-1=alice!"
+    assert get(cache, cookie="access-token-1=bob")[1] == b"/ for access-token-1=bob!"  # a login never sees another's page
     get(cache, accept_encoding="gzip")
     get(cache, host="b")
     assert inner.calls == 4 and cache.hits == 0
+
+
+def test_every_anonymous_visitor_shares_the_cached_page():
+    """Cookies gradio does not read (a Space proxy's, a sign-in session) and the app's own deep-link
+    queries leave the answer as it is: the first visitor's build serves them all."""
+    inner = CountingApp()
+    cache = PageCache(inner)
+    for i in range(20):
+        get(cache, cookie=f"spaces-jwt={i}; session={i}", query=b"tab=train&preset=x" if i % 2 else b"")
+    get(cache, cookie="session=9; access-token-1=alice")
+    get(cache, cookie="access-token-1=alice; other=2")
+    assert inner.calls == 2 and cache.hits == 20
 
 
 def test_other_paths_methods_queries_errors_and_cookies_pass_through():

@@ -37,7 +37,6 @@ from playground.analysis.numerics import (
 from playground.bundle import Bundle
 from playground.errors import PlaygroundError
 from playground.families import get_family
-from playground.zerogpu import ANALYSIS_S, gpu
 
 # name -> description (in the order the views show them)
 METHODS: dict[str, str] = {
@@ -406,7 +405,6 @@ def prepare_input(bundle: Bundle, spec: InputSpec, device: str | torch.device = 
     return get_family(bundle.family).explainer.prepare(bundle, spec, sample, device)
 
 
-@gpu(duration=ANALYSIS_S)  # a ZeroGPU Space attaches its GPU for the analysis
 def analyze_checkpoint(bundle: Bundle, spec: InputSpec, options: AnalysisOptions | None = None,
                        device: str | torch.device = "cpu", private: bool = True,
                        progress: Callable[[float, str], None] | None = None) -> InputAnalysis:

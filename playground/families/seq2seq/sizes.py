@@ -33,13 +33,17 @@ def longest_pair(payload: PairData) -> int | None:
 
 
 def _rnn(cell: str, n_in: int, hidden: int, layers: int, directions: int) -> int:
-    """A (stacked, possibly bidirectional) GRU or LSTM: 3 or 4 gates of input, recurrent and 2 biases."""
+    """A (stacked, possibly bidirectional) GRU or LSTM: 3 or 4 gates of input, recurrent and 2 biases.
+
+    Closed form (the first layer reads `n_in`, the others the layer below's `hidden * directions`):
+    a layer count of 10**18 costs the same as 1, so a size check never holds the server."""
+    if layers <= 0:
+        return 0
     gates = 3 if cell == "gru" else 4
-    total = 0
-    for layer in range(layers):
-        layer_in = n_in if layer == 0 else hidden * directions
-        total += directions * gates * (layer_in * hidden + hidden * hidden + 2 * hidden)
-    return total
+    per_layer = hidden * hidden + 2 * hidden  # recurrent weights and the two biases
+    first = directions * gates * (n_in * hidden + per_layer)
+    rest = (layers - 1) * directions * gates * (hidden * directions * hidden + per_layer)
+    return first + rest
 
 
 def _score(kind: str, query_dim: int, key_dim: int, attn_dim: int) -> int:
