@@ -84,6 +84,7 @@ class HFConverter:
     ignored: substrings of their tensor names that carry nothing we need (buffers, unused heads).
     prefixes: the base-model prefix a checkpoint may lack (GPT-2's hub files have no "transformer.").
     class_names: the HF config -> class names (classifiers), or None.
+    needs_tokenizer: whether a tokenizer must come along (text models); specials: its ids the config needs.
     """
 
     architecture: str
@@ -95,6 +96,7 @@ class HFConverter:
     prefix: str = ""
     class_names: Callable[[dict[str, Any]], list[str] | None] = lambda hf: None
     needs_tokenizer: bool = True
+    specials: Callable[[Any], dict[str, int]] = lambda tokenizer: {}  # the tokenizer's ids the config needs
 
     def normalized(self, tensors: Mapping[str, Tensor]) -> dict[str, Tensor]:
         """Their tensors with old names renamed and the base-model prefix added where missing."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from playground.families.hf_weights import HFConverter, Map, fused, need, refuse, same
+from playground.families.bert.tokens import special_ids
 from playground.models.bert import BertClassifierConfig, BertConfig
 
 ACTIVATIONS = {"gelu": "gelu_exact", "gelu_new": "gelu", "gelu_pytorch_tanh": "gelu", "relu": "relu"}
@@ -122,13 +123,14 @@ def distilbert_classifier(c: BertConfig) -> list[Map]:
 TIED = {"mlm_head.decoder.weight": "encoder.tok_emb.weight"}
 
 BERT_MLM = HFConverter("BertForMaskedLM", "bert_mlm", bert_config, bert_mlm, tied=TIED,
-                       ignored=(*IGNORED, "bert.pooler", "cls.predictions.decoder.bias"), prefix="bert.")
+                       ignored=(*IGNORED, "bert.pooler", "cls.predictions.decoder.bias"), prefix="bert.",
+                       specials=special_ids)
 BERT_CLASSIFIER = HFConverter("BertForSequenceClassification", "bert_classifier",
                               lambda hf, sp: bert_config(hf, sp, classifier=True), bert_classifier,
-                              ignored=IGNORED, prefix="bert.", class_names=_labels)
+                              ignored=IGNORED, prefix="bert.", class_names=_labels, specials=special_ids)
 DISTILBERT_MLM = HFConverter("DistilBertForMaskedLM", "bert_mlm", distilbert_config, distilbert_mlm, tied=TIED,
-                             ignored=IGNORED, prefix="distilbert.")
+                             ignored=IGNORED, prefix="distilbert.", specials=special_ids)
 DISTILBERT_CLASSIFIER = HFConverter("DistilBertForSequenceClassification", "bert_classifier",
                                     lambda hf, sp: distilbert_config(hf, sp, classifier=True), distilbert_classifier,
-                                    ignored=IGNORED, prefix="distilbert.", class_names=_labels)
+                                    ignored=IGNORED, prefix="distilbert.", class_names=_labels, specials=special_ids)
 CONVERTERS = (BERT_MLM, BERT_CLASSIFIER, DISTILBERT_MLM, DISTILBERT_CLASSIFIER)
