@@ -141,14 +141,14 @@ def _hub_file(source: Source, filename: str, dry_run: bool) -> Any:
                               "(huggingface-cli login) first.") from exc
     except (RepositoryNotFoundError, RevisionNotFoundError) as exc:
         raise NotFoundError(f"No model {source.label!r} on the Hugging Face Hub (check the id).") from exc
-    except EntryNotFoundError as exc:
-        raise NotFoundError(f"{source.label} has no {filename}.") from exc
-    except LocalEntryNotFoundError as exc:
+    except LocalEntryNotFoundError as exc:  # before EntryNotFoundError, its base class
         if source.offline:
             raise OfflineError(f"{source.label}'s {filename} is not in the Hugging Face cache and the Hub is offline "
                                "(HF_HUB_OFFLINE): download it once online, or give a save_pretrained folder.") from exc
         raise OfflineError(f"Could not reach the Hugging Face Hub for {source.label} and it is not in the cache: "
                            "check the connection, or give a save_pretrained folder.") from exc
+    except EntryNotFoundError as exc:
+        raise NotFoundError(f"{source.label} has no {filename}.") from exc
     except OSError as exc:  # a network error mid-download (the .incomplete file is not used)
         raise OfflineError(f"Downloading {source.label}'s {filename} failed ({str(exc)[:120]}); nothing was "
                            "imported. Try again.") from exc
