@@ -52,9 +52,18 @@ class ImportPlan:
     def summary(self) -> str:
         """One line: what it is, what it becomes, how big."""
         size = "" if self.download_bytes is None else (
-            f", {self.download_bytes / 1e6:,.0f} MB of weights" + (" (on this machine)" if self.cached else " to download"))
+            f", {human_bytes(self.download_bytes)} of weights" + (" (on this machine)" if self.cached else " to download"))
+        params = f"{self.params / 1e6:,.1f} M" if self.params >= 1e6 else f"{self.params:,}"
         return (f"{self.source.label}: {self.converter.architecture} -> the playground's {self.converter.family} model, "
-                f"{self.params / 1e6:,.1f} M parameters, {self.memory_bytes / 1e9:.2f} GB in memory{size}")
+                f"{params} parameters, {human_bytes(self.memory_bytes)} in memory{size}")
+
+
+def human_bytes(n: int) -> str:
+    """1234567 -> '1.2 MB' (decimal units)."""
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:,.1f} {unit}"
+    return f"{n} bytes"
 
 
 def import_cap(caps: Any) -> int | None:

@@ -1,0 +1,43 @@
+"""`python -m playground import`: the plan line, the bundle, --library, and imports stay read-only."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from playground.__main__ import main
+from playground.errors import PlaygroundError
+from playground.training.checkpoint import load_resume_state
+from playground.workspace import Workspace
+from tests.pretrained.conftest import Saved
+
+
+def test_cli_import_prints_the_plan_then_saves(saved: dict[str, Saved], tmp_path: Path, capsys) -> None:
+    ws = tmp_path / "ws"
+    assert main(["--workspace", str(ws), "import", str(saved["GPT2LMHeadModel"].folder), "--name", "tiny"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("GPT2LMHeadModel: GPT2LMHeadModel -> the playground's gpt model, ")
+    assert " parameters, " in out[0] and "of weights (on this machine)" in out[0]
+    assert out[1].startswith("imported 'tiny' into the workspace")
+    assert Workspace(ws).names("models") == ["tiny"]
+
+
+def test_cli_import_into_a_library_folder(saved: dict[str, Saved], tmp_path: Path, capsys) -> None:
+    lib = tmp_path / "library"
+    assert main(["--workspace", str(tmp_path / "ws"), "import", str(saved["BertForMaskedLM"].folder), "--library", str(lib)]) == 0
+    assert Workspace(lib).names("models") == ["BertForMaskedLM"]
+    assert Workspace(tmp_path / "ws").names("models") == []
+
+
+def test_cli_refusal_is_one_error_line(tmp_path: Path, capsys) -> None:
+    (tmp_path / "empty").mkdir()
+    assert main(["--workspace", str(tmp_path / "ws"), "import", str(tmp_path / "empty")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "error: The folder 'empty' has no config.json: give a folder written by save_pretrained (config.json + model.safetensors)."
+
+
+def test_an_imported_model_cannot_be_resumed(saved: dict[str, Saved], tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    main(["--workspace", str(ws), "import", str(saved["GPT2LMHeadModel"].folder), "--name", "tiny"])
+    with pytest.raises(PlaygroundError, match="imported pretrained model: it is read-only and has no run to resume"):
+        load_resume_state(Workspace(ws), "tiny")
