@@ -13,7 +13,12 @@ from playground.errors import ConfigError, DataError
 from playground.models.attention import assign_attention_names
 from playground.models.base import ModelBase, ModelConfig, init_transformer_weights
 from playground.models.dropout import Dropout
-from playground.models.layers import EncoderBlock, block_options, check_block_options, final_norm
+from playground.models.layers import (
+    EncoderBlock,
+    block_options,
+    check_block_options,
+    final_norm,
+)
 from playground.models.positional import POS_ENCODINGS, make_positions
 
 POOLS = ("cls", "mean")

@@ -11,7 +11,14 @@ from typing import Any
 
 import pytest
 import torch
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+from tokenizers import (
+    Tokenizer,
+    decoders,
+    models,
+    normalizers,
+    pre_tokenizers,
+    trainers,
+)
 
 TEXT = ["the quick brown fox jumps over the lazy dog", "a tiny model reads a tiny text",
         "attention is not explanation, or is it?", "hello world, hello playground"] * 8
@@ -45,10 +52,12 @@ def hf_model(architecture: str) -> tuple[Any, Tokenizer | None]:
     import transformers as tf  # function-level: transformers is a test extra and slow to import
 
     torch.manual_seed(0)
-    bert = dict(vocab_size=120, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48,
-                max_position_embeddings=40, pad_token_id=0)
-    distil = dict(vocab_size=120, dim=32, n_layers=2, n_heads=4, hidden_dim=48, max_position_embeddings=40, pad_token_id=0)
-    labels = dict(id2label={0: "negative", 1: "neutral", 2: "positive"}, label2id={"negative": 0, "neutral": 1, "positive": 2})
+    bert = {"vocab_size": 120, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "intermediate_size": 48, "max_position_embeddings": 40, "pad_token_id": 0}
+    distil = {"vocab_size": 120, "dim": 32, "n_layers": 2, "n_heads": 4, "hidden_dim": 48,
+              "max_position_embeddings": 40, "pad_token_id": 0}
+    labels = {"id2label": {0: "negative", 1: "neutral", 2: "positive"},
+              "label2id": {"negative": 0, "neutral": 1, "positive": 2}}
     if architecture == "GPT2LMHeadModel":
         config, tok = tf.GPT2Config(vocab_size=300, n_positions=48, n_embd=32, n_layer=2, n_head=4), byte_bpe(300)
     elif architecture == "BertForMaskedLM":

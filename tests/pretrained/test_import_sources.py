@@ -11,7 +11,13 @@ import torch
 from safetensors.torch import load_file
 
 from playground.bundle import load_bundle
-from playground.errors import ConfigError, NotFoundError, OfflineError, PlaygroundError, TooBigError
+from playground.errors import (
+    ConfigError,
+    NotFoundError,
+    OfflineError,
+    PlaygroundError,
+    TooBigError,
+)
 from playground.models.export_hf import export_hf_gpt2
 from playground.pretrained.export import export_pretrained
 from playground.pretrained.importer import import_pretrained, plan_import

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from playground.families.hf_weights import HFConverter, Map, fused, need, refuse, same
 from playground.families.bert.tokens import special_ids
+from playground.families.hf_weights import HFConverter, Map, fused, need, refuse, same
 from playground.models.bert import BertClassifierConfig, BertConfig
 
 ACTIVATIONS = {"gelu": "gelu_exact", "gelu_new": "gelu", "gelu_pytorch_tanh": "gelu", "relu": "relu"}
