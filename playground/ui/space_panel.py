@@ -6,6 +6,7 @@ import pandas as pd
 
 from playground.errors import PlaygroundError
 from playground.spaces import UserSpace, space_rows
+from playground.ui import import_box
 from playground.ui.context import AppContext
 from playground.ui.tables import Table
 
@@ -63,3 +64,4 @@ def build(ctx: AppContext) -> None:
     delete_btn.click(ctx.per_user(delete_entry), [ctx.user, kind, name, ctx.workspace_version],
                      [status, table, ctx.workspace_version], api_name="space_delete", queue=False)
     ctx.on_workspace_change(refresh, [], [table], api_name="space")
+    import_box.build(ctx)  # "Import a pretrained model"
