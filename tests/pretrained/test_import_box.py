@@ -30,8 +30,9 @@ def test_uploaded_files_import_into_the_users_space(space, saved: dict[str, Save
         "uploaded-model: DistilBertForSequenceClassification -> the playground's bert_classifier model, ")
     steps = list(import_model(space, FULL_CAPS, "", files, "sst-tiny", 3))
     assert steps[0][0].endswith("Importing…") and steps[0][1] == 3
-    assert steps[-1] == ("Imported **sst-tiny** into your space (bert_classifier): pick it in Generate or Analyze, "
-                         "beside one of your own models.", 4)
+    done = ("Imported **sst-tiny** into your space (bert_classifier): pick it in Generate or Analyze, "
+            "beside one of your own models.")
+    assert steps[-1] == (done, 4)
     bundle = load_bundle(space.get("models", "sst-tiny").path)
     assert bundle.class_names == ["negative", "neutral", "positive"] and bundle.config["read_only"] is True
 
