@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-SIZE = dict(n_layer=4, n_head=4, d_model=128, block_size=128)
+SIZE = {"n_layer": 4, "n_head": 4, "d_model": 128, "block_size": 128}
 VOCAB = 65
 BASELINE_ID = 0
 
