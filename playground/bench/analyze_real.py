@@ -92,6 +92,8 @@ def inseq_whole(hf: Any, ids: torch.Tensor, target: int, steps: int) -> Callable
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", pad_token="<unk>", eos_token="<eos>",
                                    bos_token="<eos>")
+    hf.config.bos_token_id = hf.config.eos_token_id = hf.config.pad_token_id = 1  # inseq reads them
+    hf.generation_config.bos_token_id = hf.generation_config.eos_token_id = hf.generation_config.pad_token_id = 1
     model = inseq.load_model(hf, "integrated_gradients", tokenizer=fast)
     text = " ".join(f"t{i}" for i in ids[0].tolist())
 
