@@ -41,3 +41,11 @@ def test_an_imported_model_cannot_be_resumed(saved: dict[str, Saved], tmp_path: 
     main(["--workspace", str(ws), "import", str(saved["GPT2LMHeadModel"].folder), "--name", "tiny"])
     with pytest.raises(PlaygroundError, match="imported pretrained model: it is read-only and has no run to resume"):
         load_resume_state(Workspace(ws), "tiny")
+
+
+def test_cli_export_hf_writes_the_imported_architecture_back(saved: dict[str, Saved], tmp_path: Path, capsys) -> None:
+    ws, out = tmp_path / "ws", tmp_path / "out"
+    main(["--workspace", str(ws), "import", str(saved["ViTForImageClassification"].folder), "--name", "vit"])
+    assert main(["--workspace", str(ws), "export", "vit", "--format", "hf", "--out", str(out)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == f"exported 'vit' as ViTForImageClassification to {out}"
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "model.safetensors"]
