@@ -132,8 +132,8 @@ def summary_columns(columns: Sequence[ModelColumn]) -> pd.DataFrame:
     rows: dict[str, dict[str, Any]] = {}
     for col in columns:
         p = col.analysis.prepared
-        values: dict[str, Any] = {"family": p.family, "input units": len(p.units), "target": p.target_label,
-                                  "predicted": p.predicted_label, "p(target)": p.info.get("target_prob")}
+        values: dict[str, Any] = {"family": p.family, "input units": len(p.units), "target": repr(p.target_label),
+                                  "predicted": repr(p.predicted_label), "p(target)": p.info.get("target_prob")}
         values |= col.interventions
         if col.induction is not None:
             values |= {"best induction head": col.induction["best head"], "its induction score": col.induction["score"]}

@@ -79,7 +79,7 @@ def compare_generations(workspace: Any, device: str, first: str | None, second: 
                                                 seed=0))
         for event in done.samples[0].events:
             row = rows.setdefault(event.index, {"step": event.index})
-            row[f"{bundle.name} token"] = repr(event.text)[1:-1]
+            row[f"{bundle.name} token"] = repr(event.text)[1:-1].replace(" ", "␣")  # a space made visible
             row[f"{bundle.name} p"] = round(event.prob, 4)
     return pd.DataFrame([rows[i] for i in sorted(rows)])
 
@@ -102,23 +102,31 @@ def build_analyze(ctx: AppContext, device: str, checkpoint: gr.Dropdown) -> None
             methods = gr.CheckboxGroup(label="Methods", choices=list(METHODS), elem_id="compare-methods",
                                        value=[m for m in COMPARE_METHODS if m in DEFAULT_METHODS])
             ig_steps = gr.Number(value=50, precision=0, label="IG steps", elem_id="compare-ig-steps")
-        run_btn = gr.Button("Compare", variant="primary", elem_id="compare-run")
-        summary = Table(label="Prediction, attention interventions, induction head: one column per model",
-                        interactive=False, elem_id="compare-summary")
-        agreement = Table(label="Agreement of every pair of methods (Kendall τ), one column per model",
-                          interactive=False, elem_id="compare-agreement")
         with gr.Row():
-            first_chart = Chart(label="Importance per method: the checkpoint above", elem_id="compare-chart-1")
-            second_chart = Chart(label="Importance per method: the second checkpoint", elem_id="compare-chart-2")
+            run_btn = gr.Button("Compare", variant="primary", elem_id="compare-run", scale=3)
+            stop_btn = gr.Button("Stop", elem_id="compare-stop", scale=1)
+        # hidden until there are numbers: an empty table shows placeholder headers (1, 2, 3)
+        summary = Table(label="Prediction, attention interventions, induction head: one column per model",
+                        interactive=False, elem_id="compare-summary", visible=False)
+        agreement = Table(label="Agreement of every pair of methods (Kendall τ), one column per model",
+                          interactive=False, elem_id="compare-agreement", visible=False)
+        with gr.Row():
+            with gr.Column():
+                gr.Markdown("**Importance per method: the checkpoint above**")
+                first_chart = Chart(show_label=False, elem_id="compare-chart-1")
+            with gr.Column():
+                gr.Markdown("**Importance per method: the second checkpoint**")
+                second_chart = Chart(show_label=False, elem_id="compare-chart-2")
     ctx.on_workspace_change(model_choices, [second], [second], api_name="compare_models")
 
     def run(space, first, second, text, methods, ig_steps):
-        return compare_analysis(space, device, first, second, text, methods, ig_steps, caps)
+        table, pairs, *charts = compare_analysis(space, device, first, second, text, methods, ig_steps, caps)
+        return gr.update(value=table, visible=True), gr.update(value=pairs, visible=True), *charts
 
     event = run_btn.click(ctx.per_user(run), [ctx.user, checkpoint, second, text, methods, ig_steps],
                           [summary, agreement, first_chart, second_chart], api_name="compare_analyze",
                           **ctx.analysis())
-    gr.Button("Stop", elem_id="compare-stop", size="sm").click(None, cancels=[event], api_visibility="private")
+    stop_btn.click(None, cancels=[event], api_visibility="private")
 
 
 def build_generate(ctx: AppContext, device: str, model: gr.Dropdown, prompt: gr.Textbox, max_new: Any) -> None:
@@ -130,11 +138,11 @@ def build_generate(ctx: AppContext, device: str, model: gr.Dropdown, prompt: gr.
             second = gr.Dropdown(label="Second checkpoint", choices=[], interactive=True, elem_id="compare-gen-second")
             run_btn = gr.Button("Generate with both", elem_id="compare-gen-run")
         tokens = Table(label="Each model's next token and its probability, step by step", interactive=False,
-                       elem_id="compare-gen-table")
+                       elem_id="compare-gen-table", visible=False)
     ctx.on_workspace_change(model_choices, [second], [second], api_name="compare_generate_models")
 
     def run(space, first, second, prompt, max_new):
-        return compare_generations(space, device, first, second, prompt, max_new, caps)
+        return gr.update(value=compare_generations(space, device, first, second, prompt, max_new, caps), visible=True)
 
     run_btn.click(ctx.per_user(run), [ctx.user, model, second, prompt, max_new], [tokens],
                   api_name="compare_generate", **ctx.light())
