@@ -170,10 +170,27 @@ def run_import(plan: ImportPlan, workspace: Workspace, name: str | None = None, 
     info = {"source": plan.source.repo_id or plan.source.label, "hub": plan.source.repo_id is not None,
             "revision": plan.source.revision, "architecture": plan.converter.architecture, "hf_config": plan.hf_config,
             "params": plan.params}
-    return save_bundle(workspace, name, model, plan.converter.family, plan.model_config, tokenizer=plan.tokenizer,
+    path = save_bundle(workspace, name, model, plan.converter.family, plan.model_config, tokenizer=plan.tokenizer,
                        class_names=plan.converter.class_names(plan.hf_config),
                        data={"pretrained": info["source"]}, extra={"pretrained": info, "read_only": True},
                        overwrite=overwrite)
+    _save_tokenizer_entry(workspace, name, plan)
+    return path
+
+
+def _save_tokenizer_entry(workspace: Workspace, name: str, plan: ImportPlan) -> None:
+    """The tokenizer also as a tokenizer entry of the same name, for the Tokenizer tab's views
+    (skipped when that name is taken or the space holds no more tokenizers: the bundle has its own copy)."""
+    tok = plan.tokenizer
+    if tok is None or workspace.exists("tokenizers", name):
+        return
+    specials = [t.content for t in tok.get_added_tokens_decoder().values() if t.special]
+    meta = {"description": f"the tokenizer of {plan.source.label} ({plan.converter.architecture})",
+            "vocab_size": tok.get_vocab_size(), "special_tokens": specials, "from_model": name}
+    try:
+        workspace.save_tokenizer(name, tok.to_str(), meta)
+    except PlaygroundError:  # a full space: the model keeps its own tokenizer.json
+        return
 
 
 def import_pretrained(source: str, workspace: Workspace, name: str | None = None, **options: Any) -> Path:

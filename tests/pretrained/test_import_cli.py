@@ -7,6 +7,8 @@ import pytest
 
 from playground.__main__ import main
 from playground.errors import PlaygroundError
+from playground.tokenization.store import load as load_tokenizer
+from playground.tokenization.store import summary_markdown
 from playground.training.checkpoint import load_resume_state
 from playground.workspace import Workspace
 from tests.pretrained.conftest import Saved
@@ -49,3 +51,11 @@ def test_cli_export_hf_writes_the_imported_architecture_back(saved: dict[str, Sa
     assert main(["--workspace", str(ws), "export", "vit", "--format", "hf", "--out", str(out)]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == f"exported 'vit' as ViTForImageClassification to {out}"
     assert sorted(p.name for p in out.iterdir()) == ["config.json", "model.safetensors"]
+
+
+def test_the_tokenizer_comes_along_for_the_tokenizer_tab(saved: dict[str, Saved], tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    main(["--workspace", str(ws), "import", str(saved["BertForMaskedLM"].folder), "--name", "bert"])
+    loaded = load_tokenizer(Workspace(ws), "bert")
+    assert loaded.kind == "wordpiece" and loaded.tokenizer.token_to_id("[MASK]") == 4
+    assert "vocabulary **" in summary_markdown(loaded) and "`[CLS]`" in summary_markdown(loaded)
