@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 
 from playground.__main__ import main
+from playground.analysis.experiments.data import load_held_out
+from playground.bundle import load_bundle
 from playground.errors import PlaygroundError
 from playground.tokenization.store import load as load_tokenizer
 from playground.tokenization.store import summary_markdown
@@ -59,3 +61,10 @@ def test_the_tokenizer_comes_along_for_the_tokenizer_tab(saved: dict[str, Saved]
     loaded = load_tokenizer(Workspace(ws), "bert")
     assert loaded.kind == "wordpiece" and loaded.tokenizer.token_to_id("[MASK]") == 4
     assert "vocabulary **" in summary_markdown(loaded) and "`[CLS]`" in summary_markdown(loaded)
+
+
+def test_experiments_on_an_imported_model_say_why_not_and_what_instead(saved: dict[str, Saved], tmp_path: Path) -> None:
+    ws = Workspace(tmp_path / "ws")
+    main(["--workspace", str(ws.root), "import", str(saved["GPT2LMHeadModel"].folder), "--name", "tiny"])
+    with pytest.raises(PlaygroundError, match="imported pretrained model: it has no validation split.*Compare it"):
+        load_held_out(load_bundle("tiny", ws), 4)
