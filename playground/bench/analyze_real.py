@@ -12,7 +12,7 @@ parameters) with random weights (nothing downloaded), for each input length in -
   next token (same steps, one batch).
 
 Each round runs the sides in turn (interleaved, so load drift on a shared machine hits all
-alike); one warm-up on the shortest input first. Wall and CPU seconds, the best of --repeats.
+alike); one warm-up round on an 8-token input first. Wall and CPU seconds, the best of --repeats.
 """
 from __future__ import annotations
 
@@ -137,8 +137,8 @@ def run_real(args: argparse.Namespace) -> int:
           f"(load average {load:.1f}); inseq {'installed' if has_inseq else 'not installed'}")
     print("| tokens | ours (attention + rollout + IG + LOO) | captum (IG + LOO) | inseq (IG) | ours / captum | ours / inseq |")
     print("|---|---|---|---|---|---|")
-    warmed = False
-    for length in lengths:
+
+    def sides(length: int) -> dict[str, Callable[[], None]]:
         ids = torch.randint(2, GPT2_SMALL["vocab_size"], (1, length), generator=torch.Generator().manual_seed(length))
         with torch.no_grad():
             target = int(model(ids)[0, -1].argmax())
@@ -146,9 +146,11 @@ def run_real(args: argparse.Namespace) -> int:
         peer = inseq_whole(hf, ids, target, args.ig_steps)
         if peer is not None:
             fns["inseq"] = peer
-        if not warmed:  # imports, allocator, inseq's set-up
-            interleaved(fns, 1)
-            warmed = True
+        return fns
+
+    interleaved(sides(8), 1)  # warm-up on a short input: imports, allocator, inseq's set-up
+    for length in lengths:
+        fns = sides(length)
         best = interleaved(fns, args.repeats)
         cell = {k: f"{w:.2f} s wall / {c:.2f} s CPU" for k, (w, c) in best.items()}
         inseq_ratio = f"{best['ours'][0] / best['inseq'][0]:.2f}" if "inseq" in best else "–"
