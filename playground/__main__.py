@@ -1,4 +1,4 @@
-"""Command line: `python -m playground tokenizer|train|generate|analyze|bench|list|export ...`.
+"""Command line: `python -m playground tokenizer|train|generate|analyze|bench|list|export|import ...`.
 
 Each subcommand lives in `playground/cli/<name>.py` with `register(subparsers)`; they call the
 same functions as the app's tabs.
@@ -11,7 +11,7 @@ import sys
 from playground.cli import register_modules
 from playground.errors import PlaygroundError
 
-SUBCOMMANDS = ("tokenizer", "train", "generate", "analyze", "bench", "list", "export", "lesson", "reproduce", "heads", "positions", "coverage")
+SUBCOMMANDS = ("tokenizer", "train", "generate", "analyze", "bench", "list", "export", "lesson", "reproduce", "heads", "positions", "coverage", "import_model")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -19,8 +19,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     pulls in its own libraries: torch, pandas, altair, httpx), else all of them (for --help)."""
     parser = argparse.ArgumentParser(prog="python -m playground", description="Transformer Playground from the command line.")
     parser.add_argument("--workspace", default=None, help="workspace folder (default: the repo's checkpoints/)")
-    sub = parser.add_subparsers(dest="command", metavar="{" + ",".join(SUBCOMMANDS) + "}")
-    register_modules(sub, "playground.cli", (command,) if command in SUBCOMMANDS else SUBCOMMANDS)
+    modules = {name.removesuffix("_model"): name for name in SUBCOMMANDS}  # import_model.py: `import` is a keyword
+    sub = parser.add_subparsers(dest="command", metavar="{" + ",".join(modules) + "}")
+    register_modules(sub, "playground.cli", (modules[command],) if command in modules else SUBCOMMANDS)
     return parser
 
 

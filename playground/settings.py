@@ -55,6 +55,7 @@ class DemoCaps:
     max_pretoken_chars: int | None = None  # BPE build: longest "word" the pre-tokenizer leaves (cost ~ length²)
     max_bpe_work: float | None = None  # BPE build: corpus characters x vocabulary size
     allow_compile: bool = True  # train.compile (minutes of CPU before the first step on a shared server)
+    max_import_params: int | None = None  # pretrained imports (playground.pretrained); None: max_params
 
 
 # Generous but finite: sized for a 24 GiB, few-core server (and what the CLI enforces). The older
@@ -79,6 +80,7 @@ FULL_CAPS = DemoCaps(
     max_prompt_chars=100_000,
     max_pretoken_chars=20_000,
     max_bpe_work=5e12,
+    max_import_params=800_000_000,  # up to gpt2-large
 )
 DEMO_CAPS = DemoCaps(
     max_upload_mb=5.0,
@@ -106,6 +108,7 @@ DEMO_CAPS = DemoCaps(
     max_pretoken_chars=2000,
     max_bpe_work=2e10,
     allow_compile=False,
+    max_import_params=82_000_000,  # distilgpt2-sized (81.9 M)
     heavy_slots=1,
     light_slots=3,
     analysis_slots=1,

@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-SIZE = dict(n_layer=4, n_head=4, d_model=128, block_size=128)
+SIZE = {"n_layer": 4, "n_head": 4, "d_model": 128, "block_size": 128}
 VOCAB = 65
 BASELINE_ID = 0
 
@@ -42,6 +42,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--repeats", type=int, default=3, help="runs per measurement; the best is kept (default 3)")
     parser.add_argument("--device", default="cpu", help="device (default cpu)")
     parser.add_argument("--no-hf", action="store_true", help="skip the transformers peer")
+    parser.add_argument("--model", choices=("tiny", "gpt2-sized"), default="tiny",
+                        help="tiny (default) or gpt2-sized: GPT-2 small's shape, random weights, beside captum and "
+                             "inseq (playground.bench.analyze_real)")
+    parser.add_argument("--lengths", default="16,64,256", help="gpt2-sized: input lengths (default 16,64,256)")
     parser.set_defaults(func=run)
 
 
@@ -145,6 +149,11 @@ def alternate(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, tupl
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.model == "gpt2-sized":
+        # function-level: analyze_real imports this module (BASELINE_ID)
+        from playground.bench.analyze_real import run_real
+
+        return run_real(args)
     from playground.models.gpt import GPT, GPTConfig
     from playground.settings import resolve_device
 

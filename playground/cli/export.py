@@ -9,8 +9,9 @@ from playground.bundle import load_bundle
 from playground.cli import workspace_from
 from playground.errors import ConfigError
 from playground.families import FAMILIES, get_family
+from playground.pretrained.export import export_pretrained
 
-FORMATS = tuple(sorted({fmt for family in FAMILIES.values() for fmt in family.exports}))
+FORMATS = (*sorted({fmt for family in FAMILIES.values() for fmt in family.exports}), "hf")  # hf: an imported model's own
 LOADERS = {"hf-gpt2": ("GPT-2", "transformers.GPT2LMHeadModel.from_pretrained")}  # format -> (name, how to load it)
 
 
@@ -24,6 +25,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     bundle = load_bundle(args.checkpoint, workspace_from(args))
+    if args.format == "hf":  # an imported pretrained model, back in its transformers architecture
+        out = export_pretrained(bundle, args.out)
+        print(f"exported {bundle.name!r} as {bundle.config['pretrained']['architecture']} to {out}")
+        return 0
     write = get_family(bundle.family).exports.get(args.format)
     if write is None:
         able = " / ".join(name for name, family in FAMILIES.items() if args.format in family.exports)

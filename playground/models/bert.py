@@ -2,7 +2,8 @@
 
 Embeddings: token + learned position (+ segment, when ``segments`` is on) -> dropout ->
 ``n_layer`` pre-LN :class:`~playground.models.layers.EncoderBlock` (bidirectional, padding keys
-masked) -> final norm. The same encoder (``encoder.*`` parameters) carries two heads:
+masked) -> final norm. Imported BERT / DistilBERT checkpoints set ``norm_placement="post"``,
+``emb_norm`` and ``norm_eps`` (and a classifier's ``pooler``): real BERT's wiring, same modules. The same encoder (``encoder.*`` parameters) carries two heads:
 
 - :class:`BertMLM`: the masked-language-model head, a dense + GELU + norm transform and a decoder
   whose weight *is* the token embedding (tied) plus an output bias: logits [B,T,V];
@@ -46,10 +47,18 @@ class BertConfig(ModelConfig):
     norm: Literal["layernorm", "rmsnorm"] = "layernorm"
     ffn: str = "gelu"
     dropout: float = 0.1
+    # Real BERT / DistilBERT (an imported checkpoint): post-LN blocks, LayerNorm eps 1e-12, a norm
+    # on the embeddings and no final norm. The defaults are the playground's own pre-LN encoder.
+    norm_placement: Literal["pre", "post"] = "pre"
+    norm_eps: float = 0.0  # 0 = the norm's default (LayerNorm 1e-5, RMSNorm 1e-6)
+    emb_norm: bool = False  # a norm on token + position (+ segment) embeddings, before the blocks
 
     def __post_init__(self) -> None:
         self._check_positive("vocab_size", "d_model", "n_layer", "n_head", "block_size")
         self._check_choice("norm", NORMS)
+        self._check_choice("norm_placement", NORM_PLACEMENTS)
+        if self.norm_eps < 0:
+            raise ConfigError(f"{type(self).__name__}.norm_eps must be >= 0 (0 = the norm's default), got {self.norm_eps}.")
         self._check_choice("ffn", FFNS)
         self._check_dropouts("dropout")
         self._check_heads(self.d_model, self.n_head)
@@ -66,16 +75,24 @@ class BertConfig(ModelConfig):
         return {f.name: getattr(self, f.name) for f in fields(BertConfig) if f.name not in ("dropout",)}
 
 
+POOLERS = ("none", "tanh", "relu")
+NORM_PLACEMENTS = ("pre", "post")
+
+
 @dataclass
 class BertClassifierConfig(BertConfig):
     """A BERT encoder with a class head on [CLS]; n_classes is set from the data."""
 
     n_classes: int = 2
+    # what reads the [CLS] state before the class head: nothing (the playground's), BERT's pooler
+    # (dense + tanh) or DistilBERT's pre-classifier (dense + ReLU)
+    pooler: Literal["none", "tanh", "relu"] = "none"
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.n_classes < 2:
             raise ConfigError(f"BertClassifierConfig.n_classes must be >= 2, got {self.n_classes}.")
+        self._check_choice("pooler", POOLERS)
 
 
 class BertEncoder(nn.Module):
@@ -87,12 +104,15 @@ class BertEncoder(nn.Module):
         self.tok_emb = nn.Embedding(c.vocab_size, c.d_model)
         self.pos_emb = nn.Embedding(c.block_size, c.d_model)
         self.seg_emb = nn.Embedding(2, c.d_model) if c.segments else None
+        if c.emb_norm:
+            self.emb_norm = make_norm(c.norm, c.d_model, True, c.norm_eps)
         self.drop = Dropout(c.dropout)
         self.blocks = nn.ModuleList(
             EncoderBlock(c.d_model, c.n_head, c.d_ff or 4 * c.d_model, causal=False, norm=c.norm, ffn=c.ffn,
-                         dropout=c.dropout)
+                         dropout=c.dropout, norm_placement=c.norm_placement, norm_eps=c.norm_eps)
             for _ in range(c.n_layer))
-        self.ln_f = make_norm(c.norm, c.d_model, True)
+        # post-LN blocks end normalised: no final norm (as in BERT)
+        self.ln_f = make_norm(c.norm, c.d_model, True, c.norm_eps) if c.norm_placement == "pre" else nn.Identity()
 
     def forward(self, ids: Tensor, segments: Tensor | None = None) -> Tensor:
         c = self.config
@@ -103,6 +123,8 @@ class BertEncoder(nn.Module):
         x = self.tok_emb(ids) + self.pos_emb(torch.arange(T, device=ids.device))  # [B,T,D]
         if self.seg_emb is not None:
             x = x + self.seg_emb(torch.zeros_like(ids) if segments is None else segments)
+        if self.config.emb_norm:
+            x = self.emb_norm(x)
         x = self.drop(x)
         for i, block in enumerate(self.blocks):
             x = block(x, key_mask=real, layer=i)  # [B,T,D]
@@ -132,7 +154,7 @@ class MLMHead(nn.Module):
     def __init__(self, c: BertConfig, embedding: nn.Embedding) -> None:
         super().__init__()
         self.dense = nn.Linear(c.d_model, c.d_model)
-        self.norm = make_norm(c.norm, c.d_model, True)
+        self.norm = make_norm(c.norm, c.d_model, True, c.norm_eps)
         self.decoder = nn.Linear(c.d_model, c.vocab_size)
         self.decoder.weight = embedding.weight  # tied: [V,D] is the token embedding itself
 
@@ -162,14 +184,20 @@ class BertClassifier(_BertBase):
 
     def __init__(self, config: BertClassifierConfig) -> None:
         super().__init__(config)
+        if config.pooler != "none":
+            self.pooler = nn.Linear(config.d_model, config.d_model)
         self.drop = Dropout(config.dropout)
         self.head = nn.Linear(config.d_model, config.n_classes)
         assign_attention_names(self)
         self.init_family_weights()
 
     def forward(self, ids: Tensor, segments: Tensor | None = None) -> Tensor:
-        h = self.encoder(ids, segments)  # [B,T,D]
-        return self.head(self.drop(h[:, 0]))  # [B,C]
+        h = self.encoder(ids, segments)[:, 0]  # [B,D]: the final [CLS] state
+        if self.config.pooler == "tanh":  # BERT's pooler
+            h = torch.tanh(self.pooler(h))
+        elif self.config.pooler == "relu":  # DistilBERT's pre-classifier
+            h = F.relu(self.pooler(h))
+        return self.head(self.drop(h))  # [B,C]
 
 
 def encoder_state(model: nn.Module) -> dict[str, Tensor]:

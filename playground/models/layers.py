@@ -24,9 +24,13 @@ NORMS = tuple(NORM_LAYERS)
 NORM_PLACEMENTS = ("pre", "post")
 
 
-def make_norm(kind: str, d_model: int, bias: bool = True) -> nn.Module:
-    """LayerNorm (eps 1e-5, optional bias) or RMSNorm (eps 1e-6)."""
-    return lookup(NORM_LAYERS, kind, "norm")(d_model, bias)
+def make_norm(kind: str, d_model: int, bias: bool = True, eps: float = 0.0) -> nn.Module:
+    """LayerNorm (eps 1e-5, optional bias) or RMSNorm (eps 1e-6); ``eps`` > 0 replaces the
+    default (an imported model's own, e.g. BERT's and ViT's 1e-12)."""
+    layer = lookup(NORM_LAYERS, kind, "norm")(d_model, bias)
+    if eps > 0:
+        layer.eps = eps
+    return layer
 
 
 # FFN activations act on fc's output h [B,T,F]; a gated unit's fc gives [gate, up] ([B,T,2F]).
@@ -141,17 +145,19 @@ def check_block_options(cfg: Any, d_model: int, n_head: int, pos_encodings: tupl
 def block_options(cfg: Any, d_model: int, positions: Positions) -> dict[str, Any]:
     """Keyword arguments for EncoderBlock/DecoderBlock from a family config's shared fields
     (d_ff = 0 means 4 x d_model) and its positional encoding's parts (RoPE, ALiBi)."""
+    eps = {"norm_eps": cfg.norm_eps} if getattr(cfg, "norm_eps", 0.0) else {}  # imported models' own epsilon
     return dict(
         d_ff=cfg.d_ff or 4 * d_model, norm=cfg.norm, norm_placement=cfg.norm_placement, ffn=cfg.ffn,
         bias=cfg.bias, dropout=cfg.dropout, attn_dropout=cfg.attn_dropout, scale=cfg.attn_scale,
         rotary=positions.rotary, alibi=positions.alibi, uniform=getattr(cfg, "uniform_attention", False),
-        qk_norm=getattr(cfg, "qk_norm", False), residual=getattr(cfg, "residual", True),
+        qk_norm=getattr(cfg, "qk_norm", False), residual=getattr(cfg, "residual", True), **eps,
     )
 
 
 def final_norm(cfg: Any, d_model: int) -> nn.Module:
     """The norm after the last block: needed with pre-LN, Identity with post-LN (already normalised)."""
-    return make_norm(cfg.norm, d_model, cfg.bias) if cfg.norm_placement == "pre" else nn.Identity()
+    return (make_norm(cfg.norm, d_model, cfg.bias, getattr(cfg, "norm_eps", 0.0)) if cfg.norm_placement == "pre"
+            else nn.Identity())
 
 
 class _Block(nn.Module):
@@ -177,7 +183,7 @@ class EncoderBlock(_Block):
     """Self-attention + FFN (GPT with causal=True, ViT and the seq2seq encoder with causal=False).
 
     Submodules: ln1, attn, ln2, mlp. Biases: ``attn_bias`` / ``ffn_bias`` / ``norm_bias``
-    default to ``bias``. GPT's options: ``n_kv_heads`` (grouped-query attention), ``window``
+    default to ``bias``; ``norm_eps`` > 0 replaces the norms' default epsilon. GPT's options: ``n_kv_heads`` (grouped-query attention), ``window``
     (sliding-window attention), ``n_experts`` > 1 (mlp is a :class:`MoEFeedForward` with ``top_k``).
     """
 
@@ -187,16 +193,17 @@ class EncoderBlock(_Block):
                  norm_bias: bool | None = None, dropout: float = 0.0, attn_dropout: float = 0.0,
                  scale: bool = True, rotary: Rotary | None = None, alibi: bool = False,
                  uniform: bool = False, qk_norm: bool = False, residual: bool = True,
-                 n_kv_heads: int = 0, window: int = 0, n_experts: int = 0, top_k: int = 2) -> None:
+                 n_kv_heads: int = 0, window: int = 0, n_experts: int = 0, top_k: int = 2,
+                 norm_eps: float = 0.0) -> None:
         super().__init__()
         attn_bias = bias if attn_bias is None else attn_bias
         ffn_bias = bias if ffn_bias is None else ffn_bias
         norm_bias = bias if norm_bias is None else norm_bias
-        self.ln1 = make_norm(norm, d_model, norm_bias)
+        self.ln1 = make_norm(norm, d_model, norm_bias, norm_eps)
         self.attn = MultiHeadAttention(d_model, n_head, causal=causal, bias=attn_bias,
                                        dropout=attn_dropout, scale=scale, rotary=rotary, alibi=alibi,
                                        uniform=uniform, qk_norm=qk_norm, n_kv_heads=n_kv_heads, window=window)
-        self.ln2 = make_norm(norm, d_model, norm_bias)
+        self.ln2 = make_norm(norm, d_model, norm_bias, norm_eps)
         if n_experts > 1:
             self.mlp: nn.Module = MoEFeedForward(d_model, d_ff, ffn, ffn_bias, n_experts, top_k)
         else:

@@ -13,7 +13,12 @@ from playground.errors import ConfigError, DataError
 from playground.models.attention import assign_attention_names
 from playground.models.base import ModelBase, ModelConfig, init_transformer_weights
 from playground.models.dropout import Dropout
-from playground.models.layers import EncoderBlock, block_options, check_block_options, final_norm
+from playground.models.layers import (
+    EncoderBlock,
+    block_options,
+    check_block_options,
+    final_norm,
+)
 from playground.models.positional import POS_ENCODINGS, make_positions
 
 POOLS = ("cls", "mean")
@@ -41,8 +46,10 @@ class ViTConfig(ModelConfig):
     d_ff: int = 0  # 0 = 4 * d_model
     attn_dropout: float = 0.0
     emb_dropout: float = 0.0
-    input_norm: Literal["none", "per_image"] = "none"  # per_image: each image standardised per channel before patching
+    input_norm: Literal["none", "per_image", "center"] = "none"  # per_image: each image standardised per channel
+    # before patching; center: pixels in [0, 1] mapped to [-1, 1] (mean 0.5, std 0.5: an imported ViT's processor)
     uniform_attention: bool = False  # attention frozen uniform over visible keys (W&P baseline)
+    norm_eps: float = 0.0  # 0 = the norm's default; an imported ViT's own (1e-12)
 
     def __post_init__(self) -> None:
         self._check_positive("image_size", "patch_size", "channels", "n_classes", "d_model", "n_layer", "n_head")
@@ -51,6 +58,8 @@ class ViTConfig(ModelConfig):
         self._check_choice("pool", POOLS)
         self._check_choice("input_norm", INPUT_NORMS)
         check_block_options(self, self.d_model, self.n_head, POS_ENCODINGS)
+        if self.norm_eps < 0:
+            raise ConfigError(f"ViTConfig.norm_eps must be >= 0 (0 = the norm's default), got {self.norm_eps}.")
 
     @property
     def n_tokens(self) -> int:
@@ -58,7 +67,7 @@ class ViTConfig(ModelConfig):
         return (self.image_size // self.patch_size) ** 2 + (self.pool == "cls")
 
 
-INPUT_NORMS = ("none", "per_image")
+INPUT_NORMS = ("none", "per_image", "center")
 
 
 def standardize_per_image(images: Tensor, eps: float = 1e-5) -> Tensor:
@@ -122,6 +131,8 @@ class ViT(ModelBase):
             )
         if c.input_norm == "per_image":
             images = standardize_per_image(images)
+        elif c.input_norm == "center":
+            images = images * 2.0 - 1.0  # (x - 0.5) / 0.5
         x = self.patch_emb(images)  # [B,N,D]
         if self.cls_token is not None:
             x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1)  # [B,1+N,D]

@@ -173,6 +173,9 @@ def load_resume_state(workspace: Workspace, name: str) -> ResumeState:
     path = workspace.path("models", name)
     config = json.loads((path / "config.json").read_text(encoding="utf-8"))
     sections = config.get("sections")
+    if config.get("pretrained"):
+        raise PlaygroundError(f"{name!r} is an imported pretrained model: it is read-only and has no run to resume. "
+                              "Fine-tune from it instead (a new run with data.init_from).")
     if not sections:
         raise PlaygroundError(f"Checkpoint {name!r} was not written by the trainer (no preset sections); "
                               "start a new run from a preset instead.")

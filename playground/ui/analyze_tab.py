@@ -26,7 +26,13 @@ from playground.analysis.numerics import FLOAT64_MAX_PARAMETERS
 from playground.errors import PlaygroundError
 from playground.families import get_family
 from playground.scratch import download_dir
-from playground.ui import coverage_view, experiments_view, gpu_calls, heads_view
+from playground.ui import (
+    compare_models,
+    coverage_view,
+    experiments_view,
+    gpu_calls,
+    heads_view,
+)
 from playground.ui.components import Chart, ReadableImage, Slider
 from playground.ui.context import AppContext, model_choices, text_hint
 from playground.ui.tables import Table
@@ -332,6 +338,7 @@ def build(ctx: AppContext) -> None:
             experiments_view.build(ctx, checkpoint, experiments_tab)  # shares the checkpoint dropdown
     heads_view.build(ctx, device, checkpoint)  # the Heads accordion, under both sub-tabs
     coverage_view.build(ctx, device, checkpoint)  # repeated/dropped source words (seq2seq)
+    compare_models.build_analyze(ctx, device, checkpoint)  # a second model beside this one
 
 
 def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, about: gr.Markdown) -> None:

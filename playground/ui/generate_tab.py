@@ -18,7 +18,7 @@ import pandas as pd
 
 from playground.limits import cap
 from playground.scratch import download_dir
-from playground.ui import gpu_calls
+from playground.ui import compare_models, gpu_calls
 from playground.ui.components import Chart, ReadableImage, Slider
 from playground.ui.context import AppContext, model_choices, text_hint, user_errors
 from playground.ui.tab_switch import click_tab_js
@@ -629,3 +629,4 @@ def build(ctx: AppContext) -> None:
     explain_btn.click(user_errors(explain), [result, picker, ctx.selection], [ctx.selection],
                       api_name="generate_explain", show_progress="hidden",
                       ).success(None, js=click_tab_js("analyze"), queue=False, show_progress="hidden")
+    compare_models.build_generate(ctx, device, model, prompt, max_new)  # a second LM on the same prompt

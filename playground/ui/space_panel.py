@@ -8,6 +8,7 @@ import pandas as pd
 
 from playground.errors import NotFoundError, PlaygroundError
 from playground.spaces import ReadOnlyError, UserSpace, shared_owner, space_rows
+from playground.ui import import_box
 from playground.ui.context import AppContext
 from playground.ui.tables import Table
 from playground.workspace import validate_name
@@ -122,6 +123,7 @@ def build(ctx: AppContext) -> None:
     # A question about one name must not be answered for another: editing the fields withdraws it.
     gr.on([name.input, kind.input], hide, None, [confirm], **private)
     ctx.on_workspace_change(refresh, [], [table], api_name="space")
+    import_box.build(ctx)  # "Import a pretrained model"
 
 
 def hide() -> dict[str, Any]:

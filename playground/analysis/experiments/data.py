@@ -169,6 +169,10 @@ def prepare_data(bundle: Bundle, workspace: Workspace | None = None,
     """The trainer's (adapter, prepared data, run spec) for a bundle, with the bundle's own tokenizer
     (``overrides``: preset overrides, as a retrain would apply them)."""
     sections = bundle.config.get("sections")
+    if bundle.config.get("pretrained"):
+        raise PlaygroundError(f"{bundle.name!r} is an imported pretrained model: it has no validation split of the "
+                              "playground's data to draw examples from. Compare it with your own model on one input "
+                              "(Analyze → Compare with a second model), or fine-tune it first (data.init_from).")
     if not sections:
         raise PlaygroundError(f"Checkpoint {bundle.name!r} was not written by the trainer (no preset sections), "
                               "so its validation data cannot be rebuilt; train it from a preset.")

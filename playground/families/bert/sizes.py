@@ -7,8 +7,9 @@ from playground.models.bert import BertConfig
 
 
 class BertSizes(ModelSizes):
-    """Embeddings (token, position, segment), n_layer pre-LN blocks, the final norm, and the MLM
-    head (dense, norm, a bias; its decoder weight is the token embedding) or the class head."""
+    """Embeddings (token, position, segment; an imported BERT's embedding norm), n_layer blocks,
+    the final norm (pre-LN only), and the MLM head (dense, norm, a bias; its decoder weight is the
+    token embedding) or the class head (with a pooler when set)."""
 
     width_field = "d_model"
     seq_fields = ("block_size",)
@@ -20,12 +21,13 @@ class BertSizes(ModelSizes):
                  "segments": 2 * d if c.segments else 0,
                  "attention": c.n_layer * attention(d, True),
                  "feed-forward": c.n_layer * ffn(d, d_ff(c), c.ffn, True),
-                 "norms": (2 * c.n_layer + 1) * norm(c.norm, d, True)}
+                 "norms": (2 * c.n_layer + (c.norm_placement == "pre") + c.emb_norm) * norm(c.norm, d, True)}
         n_classes = getattr(c, "n_classes", None)
         if n_classes is None:
             parts["MLM head"] = linear(d, d, True) + norm(c.norm, d, True) + c.vocab_size
         else:
-            parts["class head"] = linear(d, n_classes, True)
+            pooler = linear(d, d, True) if getattr(c, "pooler", "none") != "none" else 0
+            parts["class head"] = pooler + linear(d, n_classes, True)
         return parts
 
     def count_parameters(self, config: BertConfig) -> int:
