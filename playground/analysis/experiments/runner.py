@@ -19,14 +19,26 @@ from typing import Any
 import numpy as np
 from torch import nn
 
+from playground.analysis.causal.proxies import iter_causal
 from playground.analysis.experiments import erasure as er
 from playground.analysis.experiments import jain_wallace as jw
 from playground.analysis.experiments import sanity as sa
 from playground.analysis.experiments import wiegreffe_pinter as wp
-from playground.analysis.experiments.core import ExperimentGen, Progress, StopFlag, is_stopped
+from playground.analysis.experiments.core import (
+    ExperimentGen,
+    Progress,
+    StopFlag,
+    is_stopped,
+)
 from playground.analysis.experiments.data import HeldOut, load_held_out, prepare_data
 from playground.analysis.explain.attention import explaining_maps
-from playground.analysis.numerics import NOISE_ULPS, float64_model, model_dtype, queries_in_float64, saturation
+from playground.analysis.numerics import (
+    NOISE_ULPS,
+    float64_model,
+    model_dtype,
+    queries_in_float64,
+    saturation,
+)
 from playground.analysis.query import Query
 from playground.bundle import Bundle, load_bundle
 from playground.errors import ConfigError, PlaygroundError
@@ -45,6 +57,7 @@ EXPERIMENTS: dict[str, str] = {
     "erasure": "S&S: erase units in each ranking's order until the decision flips",
     "aopc": "Deletion/insertion curves, AOPC and ERASER comprehensiveness/sufficiency",
     "pointing": "Pointing game / plausibility against known ground truth (vit-shapes masks, review rationales)",
+    "causal": "Attention and gradients scored against activation patching (Kendall τ with the causal effect per position)",
     "sanity": "Adebayo: randomise the layers from the output down; rank correlation of each method's map with the trained one",
 }
 
@@ -176,6 +189,8 @@ def _on_examples(name: str, held: HeldOut, o: ExperimentOptions, stop: StopFlag,
     if name == "aopc":
         return (yield from er.iter_curves(q, o.methods or er.CURVE_METHODS, er.AOPC_BINS, max(1, o.random_draws // 2),
                                           o.seed, o.module, o.heads, stop=stop, settings=settings))
+    if name == "causal":
+        return (yield from iter_causal(q, stop=stop, settings=settings))
     if name == "sanity":
         if shuffled is not None and o.float64:
             shuffled = float64_model(shuffled)
@@ -373,5 +388,17 @@ def module_choices(model: nn.Module, family: str) -> list[str]:
     return list(reversed(get_family(family).explainer.explaining_maps(model)))
 
 
-__all__ = ["EXPERIMENTS", "ExperimentOptions", "iter_experiment", "iter_retrain_uniform", "parse_heads", "parse_ints",
-           "module_choices", "seed_name", "uniform_name", "shuffled_name", "label_shuffle_override", "private_copy"]
+__all__ = [
+    "EXPERIMENTS",
+    "ExperimentOptions",
+    "iter_experiment",
+    "iter_retrain_uniform",
+    "label_shuffle_override",
+    "module_choices",
+    "parse_heads",
+    "parse_ints",
+    "private_copy",
+    "seed_name",
+    "shuffled_name",
+    "uniform_name",
+]

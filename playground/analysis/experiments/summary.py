@@ -9,9 +9,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from playground.analysis.causal.proxies import summary_parts as causal_parts
 from playground.analysis.divergences import LN2
 from playground.analysis.experiments.core import ExperimentResult
-from playground.analysis.experiments.jain_wallace import GRADIENT_REFERENCES, JW_TABLE2, LOO_REFERENCES
+from playground.analysis.experiments.jain_wallace import (
+    GRADIENT_REFERENCES,
+    JW_TABLE2,
+    LOO_REFERENCES,
+)
 from playground.analysis.experiments.wiegreffe_pinter import LEARNED, RETRAINED, UNIFORM
 from playground.analysis.explainer import FamilyExplainer
 from playground.families import FAMILIES
@@ -465,7 +470,13 @@ def _label_findings(result: Any, st: dict[str, Any]) -> list[str]:
     return out
 
 
+def summarize_causal(result: Any) -> Summary:
+    """Proxies vs causal effect (playground.analysis.causal.proxies)."""
+    return Summary(*causal_parts(result), notes=_stopped(result))
+
+
 SUMMARIZERS = {
+    "causal": summarize_causal,
     "permutation": summarize_permutation,
     "adversarial": summarize_adversarial,
     "agreement": summarize_agreement,
