@@ -24,21 +24,10 @@ from playground.analysis.experiments import erasure as er
 from playground.analysis.experiments import jain_wallace as jw
 from playground.analysis.experiments import sanity as sa
 from playground.analysis.experiments import wiegreffe_pinter as wp
-from playground.analysis.experiments.core import (
-    ExperimentGen,
-    Progress,
-    StopFlag,
-    is_stopped,
-)
+from playground.analysis.experiments.core import ExperimentGen, Progress, StopFlag, is_stopped
 from playground.analysis.experiments.data import HeldOut, load_held_out, prepare_data
 from playground.analysis.explain.attention import explaining_maps
-from playground.analysis.numerics import (
-    NOISE_ULPS,
-    float64_model,
-    model_dtype,
-    queries_in_float64,
-    saturation,
-)
+from playground.analysis.numerics import NOISE_ULPS, float64_model, model_dtype, queries_in_float64, saturation
 from playground.analysis.query import Query
 from playground.bundle import Bundle, load_bundle
 from playground.errors import ConfigError, PlaygroundError
@@ -388,17 +377,5 @@ def module_choices(model: nn.Module, family: str) -> list[str]:
     return list(reversed(get_family(family).explainer.explaining_maps(model)))
 
 
-__all__ = [
-    "EXPERIMENTS",
-    "ExperimentOptions",
-    "iter_experiment",
-    "iter_retrain_uniform",
-    "label_shuffle_override",
-    "module_choices",
-    "parse_heads",
-    "parse_ints",
-    "private_copy",
-    "seed_name",
-    "shuffled_name",
-    "uniform_name",
-]
+__all__ = ["EXPERIMENTS", "ExperimentOptions", "iter_experiment", "iter_retrain_uniform", "parse_heads", "parse_ints",
+           "module_choices", "seed_name", "uniform_name", "shuffled_name", "label_shuffle_override", "private_copy"]

@@ -12,11 +12,7 @@ from typing import Any
 from playground.analysis.causal.proxies import summary_parts as causal_parts
 from playground.analysis.divergences import LN2
 from playground.analysis.experiments.core import ExperimentResult
-from playground.analysis.experiments.jain_wallace import (
-    GRADIENT_REFERENCES,
-    JW_TABLE2,
-    LOO_REFERENCES,
-)
+from playground.analysis.experiments.jain_wallace import GRADIENT_REFERENCES, JW_TABLE2, LOO_REFERENCES
 from playground.analysis.experiments.wiegreffe_pinter import LEARNED, RETRAINED, UNIFORM
 from playground.analysis.explainer import FamilyExplainer
 from playground.families import FAMILIES
