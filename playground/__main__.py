@@ -11,7 +11,7 @@ import sys
 from playground.cli import register_modules
 from playground.errors import PlaygroundError
 
-SUBCOMMANDS = ("tokenizer", "train", "generate", "analyze", "bench", "list", "export", "lesson", "reproduce", "heads", "positions", "coverage")
+SUBCOMMANDS = ("tokenizer", "train", "generate", "analyze", "bench", "list", "export", "lesson", "reproduce", "heads", "positions", "coverage", "patch", "lens")
 
 
 def build_parser() -> argparse.ArgumentParser:

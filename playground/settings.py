@@ -51,6 +51,7 @@ class DemoCaps:
     max_prompt_chars: int | None = None  # generate prompts / seq2seq sources and analyze inputs
     max_pretoken_chars: int | None = None  # BPE build: longest "word" the pre-tokenizer leaves (cost ~ length²)
     max_bpe_work: float | None = None  # BPE build: corpus characters x vocabulary size
+    max_patch_cells: int | None = None  # activation patching: cells (one patched row each) per request
 
 
 # Generous but finite: sized for a 24 GiB, few-core server (and what the CLI enforces). The older
@@ -75,6 +76,7 @@ FULL_CAPS = DemoCaps(
     max_prompt_chars=100_000,
     max_pretoken_chars=20_000,
     max_bpe_work=5e12,
+    max_patch_cells=1_000_000,
 )
 DEMO_CAPS = DemoCaps(
     max_upload_mb=5.0,
@@ -101,6 +103,7 @@ DEMO_CAPS = DemoCaps(
     max_prompt_chars=5000,
     max_pretoken_chars=2000,
     max_bpe_work=2e10,
+    max_patch_cells=4096,
     heavy_slots=1,
     light_slots=3,
     analysis_slots=1,

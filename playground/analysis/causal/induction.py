@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import nn
+from torch import Tensor, nn
 
 from playground.analysis.causal.pairs import induction_pair
 from playground.analysis.causal.patching import clean_and_corrupted, patch_grids
@@ -22,7 +22,7 @@ from playground.models.attention import record_attention
 from playground.models.gpt import GPT, GPTConfig
 
 
-def attention_only_gpt(vocab: int = 16, length: int = 8, n_head: int = 4, d_model: int = 32, seed: int = 0) -> GPT:
+def attention_only_gpt(vocab: int = 32, length: int = 16, n_head: int = 4, d_model: int = 32, seed: int = 0) -> GPT:
     """A 2-layer GPT that is attention only: each MLP's output projection is zero and frozen, so
     every block adds exactly attn(ln(x)); it stays a plain GPT (a bundle, the Heads view, export)."""
     torch.manual_seed(seed)
@@ -34,18 +34,28 @@ def attention_only_gpt(vocab: int = 16, length: int = 8, n_head: int = 4, d_mode
     return model
 
 
-def train_induction(vocab: int = 16, length: int = 8, steps: int = 600, batch: int = 64, lr: float = 3e-3,
+def induction_batch(vocab: int, block: int, batch: int, g: torch.Generator) -> Tensor:
+    """Random tokens [B, block] where a random span of n tokens (one n per batch, 4 .. block / 2 - 2)
+    is repeated right after itself, starting at a random offset per row: neither the copy's
+    distance nor its absolute position can be guessed, only found by an induction circuit."""
+    x = torch.randint(vocab, (batch, block), generator=g)  # [B,T]
+    n = int(torch.randint(4, block // 2 - 1, (1,), generator=g))
+    starts = torch.randint(0, block - 2 * n + 1, (batch,), generator=g)  # [B]
+    cols = starts[:, None] + torch.arange(n)[None, :]  # [B,n]: the first copy's columns
+    x.scatter_(1, cols + n, x.gather(1, cols))  # second copy right after the first
+    return x
+
+
+def train_induction(vocab: int = 32, length: int = 16, steps: int = 2000, batch: int = 64, lr: float = 3e-3,
                     seed: int = 0) -> GPT:
-    """Train :func:`attention_only_gpt` on random sequences of 3 .. ``length`` tokens (one length
-    per batch), each repeated (loss on every next token); returns it in eval mode. The varying
-    length rules out copying from a fixed distance: only an induction circuit predicts the copy."""
+    """Train :func:`attention_only_gpt` (context 2 x ``length``) on :func:`induction_batch`
+    sequences, loss on every next token; returns it in eval mode."""
     model = attention_only_gpt(vocab, length, seed=seed)
     opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
     g = torch.Generator().manual_seed(seed)
     model.train()
     for _ in range(steps):
-        n = int(torch.randint(3, length + 1, (1,), generator=g))
-        x = repeated_random_tokens(range(vocab), n, batch, g)  # [B,2n]
+        x = induction_batch(vocab, 2 * length, batch, g)  # [B,2L]
         loss = F.cross_entropy(model(x[:, :-1]).flatten(0, 1), x[:, 1:].flatten())
         opt.zero_grad()
         loss.backward()
@@ -70,7 +80,7 @@ class HeadsFound:
 
 
 @torch.no_grad()
-def find_heads(model: GPT, vocab: int = 16, length: int = 8, pairs: int = 8, seed: int = 0) -> HeadsFound:
+def find_heads(model: GPT, vocab: int = 32, length: int = 12, pairs: int = 8, seed: int = 0) -> HeadsFound:
     """Heads view scores on repeated random tokens beside head patching on induction pairs."""
     g = torch.Generator().manual_seed(seed)
     x = repeated_random_tokens(range(vocab), length, 32, g)  # [B,2L]

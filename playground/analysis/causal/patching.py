@@ -39,6 +39,7 @@ GRID_TITLES = {
     "heads": "each head's output (all positions)",
 }
 DIRECTIONS = ("denoise", "noise")
+MIN_GAP = 0.05  # |clean - corrupted| metric below which the normalised effect would divide by almost 0
 ACTIVATION_BUDGET = 2**25  # floats of activations per chunk (~128 MB fp32)
 Progress = Callable[[int, int], None]  # (cells done, cells in all)
 
@@ -171,9 +172,11 @@ def clean_and_corrupted(model: nn.Module, clean_ids: Tensor, corrupted_ids: Tens
             values[name] = float(metric(model(ids))[0])
         runs.acts[name] = dict(acts)
     runs.clean, runs.corrupted = values["clean"], values["corrupted"]
-    if math.isclose(runs.clean, runs.corrupted, abs_tol=1e-6):
-        raise PlaygroundError(f"The clean and corrupted inputs give the same {metric.name} ({runs.clean:.4g}); "
-                              "there is no difference to restore. Change a token the answer depends on.")
+    if abs(runs.clean - runs.corrupted) < MIN_GAP:
+        raise PlaygroundError(f"The clean and corrupted inputs give almost the same {metric.name} ({runs.clean:.4g} "
+                              f"and {runs.corrupted:.4g}, closer than {MIN_GAP}): this model does not tell them apart, "
+                              "so there is no difference to restore and the normalised effect would divide by almost 0. "
+                              "Change a token the answer depends on.")
     return runs
 
 

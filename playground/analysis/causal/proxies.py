@@ -92,6 +92,11 @@ class CausalResult(ExperimentResult):
     experiment = "causal"
 
     def stats(self) -> dict[str, Any]:
+        """{target: {proxy: mean/std/... of τ, share_significant, per-example τ}}, and ``methods``: :meth:`table`."""
+        per = self.per_target()
+        return {**per, "methods": _table(per)}
+
+    def per_target(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for target in TARGETS:
             out[target] = {}
@@ -106,9 +111,13 @@ class CausalResult(ExperimentResult):
 
     def table(self) -> list[dict[str, Any]]:
         """One row per target x proxy: mean ± std of τ and the share significant (the view's table)."""
-        return [{"causal target": target, "proxy": proxy, "mean tau": s["mean"], "std": s["std"],
-                 "share p<=0.05": s["share_significant"], "examples": s["n"]}
-                for target, per in self.stats().items() for proxy, s in per.items()]
+        return _table(self.per_target())
+
+
+def _table(stats: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"causal target": target, "proxy": proxy, "mean tau": s["mean"], "std": s["std"],
+             "share p<=0.05": s["share_significant"], "examples": s["n"]}
+            for target, per in stats.items() for proxy, s in per.items()]
 
 
 def resampled(queries: Sequence[Query]) -> list[Tensor]:
@@ -162,7 +171,8 @@ def _wilcoxon(a: dict[str, Any], b: dict[str, Any]) -> float:
 def causal_findings(stats: dict[str, Any], n: int) -> list[str]:
     """Plain sentences, each backed by its statistic (see the module docstring)."""
     out = []
-    for target, per in stats.items():
+    for target in TARGETS:
+        per = stats.get(target) or {}
         if not per:
             continue
         where = TARGETS[target]
@@ -203,4 +213,4 @@ def summary_parts(result: CausalResult) -> tuple[str, list[str], str, str]:
               "patched; positions that matter only together, or only through several layers, are not single-"
               "position effects. Leave-one-out at the input is itself an intervention, so its agreement with the "
               "input-level effect is expected.")
-    return title, causal_findings(result.stats(), n), can, cannot
+    return title, causal_findings(result.per_target(), n), can, cannot
