@@ -15,12 +15,7 @@ import sys
 import numpy as np
 import torch
 
-from playground.analysis.causal.pairs import (
-    TASKS,
-    induction_pair,
-    text_task,
-    typed_pair,
-)
+from playground.analysis.causal.pairs import TASKS, make_pair
 from playground.analysis.causal.patching import GRID_TITLES, GRIDS, Eta
 from playground.analysis.causal.report import CausalReport, run_causal
 from playground.analysis.inputs import encode_input, token_label
@@ -66,20 +61,12 @@ def _token(tokenizer, text: str | None, vocab: int) -> int | None:
     return ids[0]
 
 
-def make_pair(bundle, args: argparse.Namespace, device: str):
+def make_pair_from(bundle, args: argparse.Namespace, device: str):
     """The pair the arguments describe."""
-    model, tok = bundle.model, bundle.tokenizer
-    if args.task == "induction":
-        vocab = [i for i in range(model.config.vocab_size) if not token_label(tok, i).startswith("<")]
-        length = max(4, min(12, (model.config.block_size - 1) // 2))
-        return induction_pair(vocab, length, answer_at=length // 2, seed=args.seed, tokenizer=tok, device=device)
-    if args.task:
-        return text_task(model, tok, args.task, device)
-    if not args.clean or not args.corrupted:
-        raise PlaygroundError("Give --clean and --corrupted texts, or --task.")
-    V = model.config.vocab_size
-    return typed_pair(model, tok, args.clean, args.corrupted, _token(tok, args.answer, V), _token(tok, args.wrong, V),
-                      device)
+    V = bundle.model.config.vocab_size
+    tok = bundle.tokenizer
+    return make_pair(bundle.model, tok, args.task, args.clean or "", args.corrupted or "", _token(tok, args.answer, V),
+                     _token(tok, args.wrong, V), args.seed, device)
 
 
 def grid_text(grid, digits: int = 2) -> str:
@@ -117,7 +104,7 @@ def summary(report: CausalReport) -> str:
 def run(args: argparse.Namespace) -> int:
     device = resolve_device(args.device)
     bundle = load_bundle(args.checkpoint, workspace_from(args), device=device)
-    pair = make_pair(bundle, args, device)
+    pair = make_pair_from(bundle, args, device)
     eta = Eta()
 
     def progress(done: int, total: int) -> None:

@@ -24,7 +24,7 @@ from playground.analysis.numerics import FLOAT64_MAX_PARAMETERS
 from playground.errors import PlaygroundError
 from playground.families import get_family
 from playground.scratch import download_dir
-from playground.ui import coverage_view, experiments_view, heads_view
+from playground.ui import causal_view, coverage_view, experiments_view, heads_view
 from playground.ui.components import Chart, ReadableImage, Slider
 from playground.ui.context import AppContext, model_choices, text_hint
 from playground.ui.tables import Table
@@ -302,6 +302,7 @@ def build(ctx: AppContext) -> None:
         with gr.Tab("Experiments", id="analyze-experiments", elem_id="analyze-experiments") as experiments_tab:
             experiments_view.build(ctx, checkpoint, experiments_tab)  # shares the checkpoint dropdown
     heads_view.build(ctx, device, checkpoint)  # the Heads accordion, under both sub-tabs
+    causal_view.build(ctx, device, checkpoint)  # activation patching, attribution patching, logit lens (GPT)
     coverage_view.build(ctx, device, checkpoint)  # repeated/dropped source words (seq2seq)
 
 

@@ -18,6 +18,7 @@ from playground.analysis.heads.scores import (
     positional_scores,
     repeated_random_tokens,
 )
+from playground.errors import PlaygroundError
 from playground.models.attention import record_attention
 from playground.models.gpt import GPT, GPTConfig
 
@@ -94,7 +95,12 @@ def find_heads(model: GPT, vocab: int = 32, length: int = 12, pairs: int = 8, se
     effects = []
     for s in range(pairs):
         pair = induction_pair(range(vocab), length, answer_at=1 + s % (length - 1), seed=seed + s)
-        runs = clean_and_corrupted(model, pair.clean_ids, pair.corrupted_ids, pair.metric, ("heads",))
+        try:
+            runs = clean_and_corrupted(model, pair.clean_ids, pair.corrupted_ids, pair.metric, ("heads",))
+        except PlaygroundError:  # this pair's corruption does not move the answer: nothing to patch
+            continue
         effects.append(patch_grids(model, runs, ("heads",), "denoise")["heads"].effect)
+    if not effects:
+        raise PlaygroundError("No induction pair changes this model's answer: it has not learned induction.")
     return HeadsFound(np.array([prev[n] for n in names]), np.array([ind[n] for n in names]),
                       np.mean(effects, axis=0), drop)

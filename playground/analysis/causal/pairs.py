@@ -136,3 +136,18 @@ def induction_pair(vocab: Sequence[int], length: int = 8, answer_at: int = 4, se
     t = lambda ids: torch.tensor([ids], device=device)
     return Pair(t(clean), t(corrupt), Metric(-1, r[answer_at]), _labels(tokenizer, clean), _labels(tokenizer, corrupt),
                 f"induction: log p('{token_label(tokenizer, r[answer_at])}') after a repeat of {length} tokens")
+
+
+def make_pair(model: nn.Module, tokenizer: Tokenizer | None, task: str | None = None, clean: str = "",
+              corrupted: str = "", answer: int | None = None, wrong: int | None = None, seed: int = 0,
+              device: str = "cpu") -> Pair:
+    """The pair a view or the CLI asks for: a built-in ``task`` or two typed texts."""
+    if task == "induction":
+        vocab = [i for i in range(model.config.vocab_size) if not token_label(tokenizer, i).startswith("<")]
+        length = max(4, min(12, (model.config.block_size - 1) // 2))
+        return induction_pair(vocab, length, answer_at=length // 2, seed=seed, tokenizer=tokenizer, device=device)
+    if task:
+        return text_task(model, tokenizer, task, device)
+    if not clean or not corrupted:
+        raise PlaygroundError("Type a clean and a corrupted input (or pick a built-in task).")
+    return typed_pair(model, tokenizer, clean, corrupted, answer, wrong, device)

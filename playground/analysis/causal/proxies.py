@@ -171,11 +171,10 @@ def _wilcoxon(a: dict[str, Any], b: dict[str, Any]) -> float:
 def causal_findings(stats: dict[str, Any], n: int) -> list[str]:
     """Plain sentences, each backed by its statistic (see the module docstring)."""
     out = []
-    for target in TARGETS:
+    for target, where in TARGETS.items():
         per = stats.get(target) or {}
         if not per:
             continue
-        where = TARGETS[target]
         ranked = sorted(per, key=lambda p: -per[p]["mean"] if math.isfinite(per[p]["mean"]) else math.inf)
         tracks = [p for p in ranked if per[p]["share_significant"] > MAJORITY and per[p]["mean"] > 0]
         if not tracks:

@@ -1,0 +1,58 @@
+"""Charts of the causal section: patching heatmaps beside their attribution estimate, the
+proxies-vs-causal experiment."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import altair as alt
+import pandas as pd
+
+from playground.analysis.causal.patching import GRID_TITLES, PatchGrid
+
+
+def _frame(grid: PatchGrid) -> pd.DataFrame:
+    f = grid.frame()
+    f["shown"] = f["effect"].clip(-1.5, 1.5)
+    return f
+
+
+def grid_heatmap(grid: PatchGrid, title: str, width: int = 420) -> alt.Chart:
+    """Layers x positions (or heads), colour = normalised effect (0 = corrupted, 1 = clean; clipped to ±1.5)."""
+    f = _frame(grid)
+    cols = list(dict.fromkeys(f["col_label"]))
+    base = alt.Chart(f).encode(
+        x=alt.X("col_label:N", sort=cols, title="head" if grid.kind == "heads" else "position:token"),
+        y=alt.Y("layer_label:N", sort=list(dict.fromkeys(f["layer_label"])), title="layer"),
+    )
+    rect = base.mark_rect().encode(
+        color=alt.Color("shown:Q", title="effect", scale=alt.Scale(scheme="redblue", domain=[-1, 1], domainMid=0,
+                                                                   reverse=True, clamp=True)),
+        tooltip=["layer_label", "col_label", alt.Tooltip("effect:Q", format=".3f"),
+                 alt.Tooltip("metric:Q", format=".3f")])
+    text = base.mark_text(fontSize=9).encode(text=alt.Text("effect:Q", format=".2f"))
+    layers = rect + text if len(cols) <= 24 else rect
+    return layers.properties(title=title, width=width, height=max(60, 22 * len(grid.rows)))
+
+
+def patching_chart(grids: Mapping[str, PatchGrid], approx: Mapping[str, PatchGrid] | None = None) -> alt.VConcatChart:
+    """One row per grid: real patching, and beside it the attribution-patching estimate."""
+    rows = []
+    for kind, g in grids.items():
+        left = grid_heatmap(g, f"{g.direction}: {GRID_TITLES[kind]}")
+        if approx and kind in approx:
+            rows.append(alt.hconcat(left, grid_heatmap(approx[kind], "attribution patching (linear estimate)")))
+        else:
+            rows.append(left)
+    return alt.vconcat(*rows).resolve_scale(color="shared")
+
+
+def causal_experiment_chart(table: list[dict]) -> alt.Chart:
+    """Mean τ ± std per proxy, one panel per causal target."""
+    f = pd.DataFrame(table)
+    f["lo"], f["hi"] = f["mean tau"] - f["std"], f["mean tau"] + f["std"]
+    base = alt.Chart(f).encode(y=alt.Y("proxy:N", title=None))
+    bars = base.mark_bar().encode(x=alt.X("mean tau:Q", title="Kendall τ with the causal effect",
+                                          scale=alt.Scale(domain=[-1, 1])),
+                                  tooltip=["proxy", "causal target", "mean tau", "std", "share p<=0.05"])
+    err = base.mark_rule().encode(x="lo:Q", x2="hi:Q")
+    return (bars + err).properties(width=360, height=120).facet(row=alt.Row("causal target:N", title=None))
