@@ -46,15 +46,15 @@ Progress = Callable[[int, int], None]  # (cells done, cells in all)
 
 @dataclass(frozen=True)
 class Metric:
-    """What patching measures, read from logits [B,T,V] at ``position``: the logit difference
-    answer - wrong, or (``wrong`` None) the answer's log-probability."""
+    """What patching measures, read from logits [B,T,V] at ``position`` (a classifier's [B,C] has
+    no position): the logit difference answer - wrong, or (``wrong`` None) the answer's log-probability."""
 
     position: int
     answer: int
     wrong: int | None = None
 
     def __call__(self, logits: Tensor) -> Tensor:
-        row = logits[:, self.position]  # [B,V]
+        row = logits[:, self.position] if logits.dim() == 3 else logits  # [B,V]
         row = row if row.dtype == torch.float64 else row.float()
         if self.wrong is None:
             return row.log_softmax(-1)[:, self.answer]  # [B]
@@ -155,7 +155,7 @@ def check_pair(clean_ids: Tensor, corrupted_ids: Tensor, metric: Metric) -> None
         raise PlaygroundError(f"The clean and corrupted inputs must have the same number of tokens; they have "
                               f"{clean_ids.shape[-1]} and {corrupted_ids.shape[-1]}.")
     T = clean_ids.shape[1]
-    if not -T <= metric.position < T:
+    if not -T <= metric.position < T and metric.position != 0:
         raise PlaygroundError(f"The metric's position {metric.position} is outside the {T} tokens.")
 
 

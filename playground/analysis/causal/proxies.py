@@ -23,9 +23,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import torch
 from torch import Tensor
 
-from playground.analysis.causal.patching import Metric, clean_and_corrupted, patch_grids
+from playground.analysis.causal.patching import (
+    Layout,
+    Metric,
+    clean_and_corrupted,
+    patch_grids,
+)
 from playground.analysis.experiments.core import (
     ExperimentGen,
     ExperimentResult,
@@ -40,7 +46,6 @@ from playground.analysis.experiments.jain_wallace import (
 from playground.analysis.explain.agreement import kendall_tau
 from playground.analysis.query import Query
 from playground.errors import PlaygroundError
-from playground.models.gpt import GPT
 
 PROXIES = ("attention", "rollout", "ig", "jw_grad", "loo")
 PROXY_TITLES = {"attention": "last-layer attention", "rollout": "attention rollout", "ig": "integrated gradients",
@@ -65,7 +70,8 @@ class CausalRow:
 
 def position_effects(query: Query, corrupted: Tensor) -> dict[str, np.ndarray]:
     """{target: [T]}: |drop of the explained log-probability| when position p's stream is noised."""
-    metric = Metric(int(query.positions[0]), int(query.targets[0]))
+    position = int(query.positions[0]) if query.positions is not None else 0  # a classifier: no position
+    metric = Metric(position, int(query.targets[0]))
     runs = clean_and_corrupted(query.model, query.inputs, corrupted, metric, ("resid",))
     grid = patch_grids(query.model, runs, ("resid",), "noise")["resid"]
     drop = np.abs(runs.clean - grid.values)  # [L,T]
@@ -121,23 +127,29 @@ def _table(stats: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def resampled(queries: Sequence[Query]) -> list[Tensor]:
-    """Each example's corrupted input: the next example's window (same length), cyclically."""
+    """Each example's corrupted input: the next example's tokens (repeated to this length where
+    it is shorter), cyclically; the positions that are not ranked (specials) keep their token."""
     if len(queries) < 2:
-        raise PlaygroundError("The causal experiment resamples each window from another one: use at least 2 examples.")
-    lengths = {q.inputs.shape[1] for q in queries}
-    if len(lengths) != 1:
-        raise PlaygroundError("The causal experiment needs held-out windows of one length (a GPT checkpoint).")
-    return [queries[(i + 1) % len(queries)].inputs for i in range(len(queries))]
+        raise PlaygroundError("The causal experiment resamples each input from another one: use at least 2 examples.")
+    out = []
+    for i, q in enumerate(queries):
+        other = queries[(i + 1) % len(queries)].inputs[0]  # [T']
+        T = q.inputs.shape[1]
+        tiled = other.repeat((T + other.numel() - 1) // other.numel())[:T]  # [T]
+        keep = q.units_mask[0] if q.units_mask is not None else torch.ones(T, dtype=torch.bool)
+        out.append(torch.where(keep.to(tiled.device), tiled, q.inputs[0])[None])  # [1,T]
+    return out
 
 
 def iter_causal(queries: Sequence[Query], proxies: Sequence[str] = PROXIES, stop: StopFlag = None,
                 settings: dict[str, Any] | None = None) -> ExperimentGen:
     """The experiment over held-out queries (GPT windows) as a progress generator."""
-    if not queries or not isinstance(queries[0].model, GPT):
-        raise PlaygroundError("The causal experiment patches a GPT's residual stream; choose a GPT checkpoint.")
+    if not queries:
+        raise PlaygroundError("The causal experiment needs held-out examples.")
+    Layout.of(queries[0].model)  # a clear message for a model without transformer blocks
     corrupted = resampled(queries)
     result = CausalResult(settings={**(settings or {}), "proxies": list(proxies), "targets": TARGETS,
-                                    "corruption": "resample (the next held-out window)"})
+                                    "corruption": "resample (the next held-out example's tokens)"})
 
     def work(i: int, q: Query) -> list[CausalRow] | None:
         try:
