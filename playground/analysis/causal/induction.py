@@ -4,11 +4,14 @@ head patching on induction pairs finds the same heads the attention scores name.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from safetensors.torch import load_model
 from torch import Tensor, nn
 
 from playground.analysis.causal.pairs import induction_pair
@@ -104,3 +107,12 @@ def find_heads(model: GPT, vocab: int = 32, length: int = 12, pairs: int = 8, se
         raise PlaygroundError("No induction pair changes this model's answer: it has not learned induction.")
     return HeadsFound(np.array([prev[n] for n in names]), np.array([ind[n] for n in names]),
                       np.mean(effects, axis=0), drop)
+
+
+def load_induction(folder: str | Path) -> GPT:
+    """The shipped attention-only model (scripts/train_induction_checkpoint.py): safetensors, never a pickle."""
+    folder = Path(folder)
+    info = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    model = GPT(GPTConfig(**info["config"]))
+    load_model(model, str(folder / "model.safetensors"))
+    return model.eval()
