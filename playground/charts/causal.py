@@ -16,10 +16,15 @@ def _frame(grid: PatchGrid) -> pd.DataFrame:
     return f
 
 
-def grid_heatmap(grid: PatchGrid, title: str, width: int = 420) -> alt.Chart:
+CELL_PX = 34  # narrower cells get no number written in them (they would overlap)
+MAX_WIDTH = 1100
+
+
+def grid_heatmap(grid: PatchGrid, title: str) -> alt.Chart:
     """Layers x positions (or heads), colour = normalised effect (0 = corrupted, 1 = clean; clipped to ±1.5)."""
     f = _frame(grid)
     cols = list(dict.fromkeys(f["col_label"]))
+    width = min(MAX_WIDTH, max(240, CELL_PX * len(cols)))
     base = alt.Chart(f).encode(
         x=alt.X("col_label:N", sort=cols, title="head" if grid.kind == "heads" else "position:token"),
         y=alt.Y("layer_label:N", sort=list(dict.fromkeys(f["layer_label"])), title="layer"),
@@ -30,20 +35,27 @@ def grid_heatmap(grid: PatchGrid, title: str, width: int = 420) -> alt.Chart:
         tooltip=["layer_label", "col_label", alt.Tooltip("effect:Q", format=".3f"),
                  alt.Tooltip("metric:Q", format=".3f")])
     text = base.mark_text(fontSize=9).encode(text=alt.Text("effect:Q", format=".2f"))
-    layers = rect + text if len(cols) <= 24 else rect
+    layers = rect + text if width / len(cols) >= CELL_PX else rect
     return layers.properties(title=title, width=width, height=max(60, 22 * len(grid.rows)))
 
 
 def patching_chart(grids: Mapping[str, PatchGrid], approx: Mapping[str, PatchGrid] | None = None) -> alt.VConcatChart:
-    """One row per grid: real patching, and beside it the attribution-patching estimate."""
-    rows = []
+    """Per grid: real patching, and the attribution-patching estimate beside it (heads) or under
+    it (positions: a row of cells as wide as the input)."""
+    rows: list = []
     for kind, g in grids.items():
-        left = grid_heatmap(g, f"{g.direction}: {GRID_TITLES[kind]}")
-        if approx and kind in approx:
-            rows.append(alt.hconcat(left, grid_heatmap(approx[kind], "attribution patching (linear estimate)")))
+        real = grid_heatmap(g, f"{g.direction}: {GRID_TITLES[kind]}")
+        est = grid_heatmap(approx[kind], "attribution patching of the same cells (linear estimate)") \
+            if approx and kind in approx else None
+        if est is None:
+            rows.append(real)
+        elif kind == "heads":
+            rows.append(alt.hconcat(real, est))
         else:
-            rows.append(left)
-    return alt.vconcat(*rows).resolve_scale(color="shared")
+            rows += [real, est]
+    # room at the top for the plot's label badge
+    return alt.vconcat(*rows).resolve_scale(color="shared").properties(padding={"top": 30, "left": 5, "right": 5,
+                                                                                "bottom": 5})
 
 
 def causal_experiment_chart(table: list[dict]) -> alt.Chart:

@@ -30,7 +30,7 @@ def test_patching_view_shows_heatmaps_agreement_lens_and_files(workspace) -> Non
         clean, corrupt = (b.model(x)[0, -1] for x in ids)
     a, w = int(clean.argmax()), int(corrupt.argmax())
     assert f"clean {float(clean[a] - clean[w]):.3f}, corrupted {float(corrupt[a] - corrupt[w]):.3f}" in text
-    assert len(chart.to_dict()["vconcat"]) == 2  # residual stream and heads, each beside its estimate
+    assert len(chart.to_dict()["vconcat"]) == 3  # residual stream and its estimate under it; heads beside theirs
     assert set(agree["grid"]) == {"resid", "heads"}
     assert list(lens["layer"][:2]) == ["embeddings", "after block 0"] and set(lens["input"]) == {"clean", "corrupted"}
     saved = json.loads(Path(files[1]).read_text())
