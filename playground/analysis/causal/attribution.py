@@ -58,8 +58,8 @@ def attribution_grids(model: nn.Module, runs: Runs, kinds: Sequence[str] = GRIDS
     if direction not in DIRECTIONS:
         raise PlaygroundError(f"Direction {direction!r}: choose denoise or noise.")
     layout = Layout.of(model)
-    T = runs.clean_ids.shape[1]
-    tokens = list(tokens) if tokens is not None else [str(int(i)) for i in runs.clean_ids[0]]
+    T = runs.stream_len
+    tokens = runs.labels(tokens)
     recv_name, donor_name = ("corrupted", "clean") if direction == "denoise" else ("clean", "corrupted")
     receiver = runs.corrupted_ids if direction == "denoise" else runs.clean_ids
     sites = layout.sites(kinds)

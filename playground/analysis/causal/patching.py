@@ -148,6 +148,16 @@ class Runs:
     corrupted: float
     acts: dict[str, dict[str, Tensor]] = field(default_factory=dict)  # "clean"/"corrupted" -> site -> act
 
+    @property
+    def stream_len(self) -> int:
+        """Positions of the residual stream: the tokens, plus any the model prepends (a [CLS] vector)."""
+        return next(iter(self.acts["clean"].values())).shape[1]
+
+    def labels(self, tokens: Sequence[str] | None) -> list[str]:
+        """One label per stream position ("[prefix]" for positions the model adds before the tokens)."""
+        tokens = list(tokens) if tokens is not None else [str(int(i)) for i in self.clean_ids[0]]
+        return ["[prefix]"] * (self.stream_len - len(tokens)) + tokens
+
 
 def check_pair(clean_ids: Tensor, corrupted_ids: Tensor, metric: Metric) -> None:
     """Clear messages for inputs patching cannot compare."""
@@ -209,7 +219,7 @@ def patched_metrics(model: nn.Module, receiver: Tensor, donor: dict[str, Tensor]
 
     One forward per chunk of cells: row b of the chunk is the receiver patched at cell b only.
     """
-    T = receiver.shape[1]
+    T = next(iter(donor.values())).shape[1]  # stream positions (a prepended [CLS] included)
     chunk = chunk or chunk_size(model, T)
     out = np.empty(len(cells))
     device = receiver.device
@@ -227,7 +237,7 @@ def patched_metrics(model: nn.Module, receiver: Tensor, donor: dict[str, Tensor]
         heads = {c.site: c.n_head for c in part if c.head is not None}
         edits = {s: _edit(donor[s], m, heads.get(s, 1), s in heads) for s, m in masks.items()}
         with patch_activations(model, edits):
-            out[start:start + B] = metric(model(receiver.expand(B, T))).double().cpu().numpy()
+            out[start:start + B] = metric(model(receiver.expand(B, -1))).double().cpu().numpy()
         if progress is not None:
             progress(start + B, len(cells))
     return out
@@ -246,8 +256,8 @@ def patch_grids(model: nn.Module, runs: Runs, kinds: Sequence[str] = GRIDS, dire
     if direction not in DIRECTIONS:
         raise PlaygroundError(f"Direction {direction!r}: choose denoise or noise.")
     layout = Layout.of(model)
-    T = runs.clean_ids.shape[1]
-    tokens = list(tokens) if tokens is not None else [str(int(i)) for i in runs.clean_ids[0]]
+    T = runs.stream_len
+    tokens = runs.labels(tokens)
     receiver, donor = ((runs.corrupted_ids, runs.acts["clean"]) if direction == "denoise"
                        else (runs.clean_ids, runs.acts["corrupted"]))
     all_cells = {k: layout.cells(k, T) for k in kinds}

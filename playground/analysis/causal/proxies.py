@@ -74,7 +74,8 @@ def position_effects(query: Query, corrupted: Tensor) -> dict[str, np.ndarray]:
     metric = Metric(position, int(query.targets[0]))
     runs = clean_and_corrupted(query.model, query.inputs, corrupted, metric, ("resid",))
     grid = patch_grids(query.model, runs, ("resid",), "noise")["resid"]
-    drop = np.abs(runs.clean - grid.values)  # [L,T]
+    drop = np.abs(runs.clean - grid.values)  # [L,S]: S stream positions
+    drop = drop[:, runs.stream_len - query.inputs.shape[1]:]  # [L,T]: the tokens' positions (a [CLS] left out)
     return {"input": drop[0], "last": drop[-1]}
 
 
@@ -151,10 +152,13 @@ def iter_causal(queries: Sequence[Query], proxies: Sequence[str] = PROXIES, stop
     result = CausalResult(settings={**(settings or {}), "proxies": list(proxies), "targets": TARGETS,
                                     "corruption": "resample (the next held-out example's tokens)"})
 
+    result.extra["skipped"] = 0
+
     def work(i: int, q: Query) -> list[CausalRow] | None:
         try:
             return score_example(i, q, corrupted[i], proxies)
-        except PlaygroundError:  # this window and its resample give the same log-probability
+        except PlaygroundError:  # this input and its resample give almost the same log-probability
+            result.extra["skipped"] += 1
             return None
 
     return (yield from loop_examples("causal", list(queries), result, work, stop))
@@ -216,7 +220,8 @@ def causal_findings(stats: dict[str, Any], n: int) -> list[str]:
 
 def summary_parts(result: CausalResult) -> tuple[str, list[str], str, str]:
     """(title, findings, can show, cannot show) for playground.analysis.experiments.summary."""
-    n = result.examples_done or result.n_done
+    skipped = int(result.extra.get("skipped", 0))
+    n = (result.examples_done or result.n_done) - skipped
     title = f"Proxies scored against causal effect ({n} examples)"
     can = ("Which importance method ranks the positions the way an intervention on the model's own residual "
            "stream does, per example (Kendall τ with its p) and over the held-out set.")
@@ -224,4 +229,8 @@ def summary_parts(result: CausalResult) -> tuple[str, list[str], str, str]:
               "patched; positions that matter only together, or only through several layers, are not single-"
               "position effects. Leave-one-out at the input is itself an intervention, so its agreement with the "
               "input-level effect is expected.")
-    return title, causal_findings(result.per_target(), n), can, cannot
+    findings = causal_findings(result.per_target(), n)
+    if skipped:
+        findings.append(f"{skipped} example(s) left out: the resample moved the explained log-probability by less "
+                        "than 0.05, so there was no effect to rank positions by.")
+    return title, findings, can, cannot

@@ -7,7 +7,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from playground.analysis.causal.induction import find_heads, load_induction, train_induction
+from playground.analysis.causal.induction import (
+    find_heads,
+    load_induction,
+    train_induction,
+)
 
 SHIPPED = Path(__file__).resolve().parents[3] / "checkpoints" / "causal" / "induction-2l"
 
