@@ -26,12 +26,13 @@ from playground.models.attention import record_attention
 from playground.models.gpt import GPT, GPTConfig
 
 
-def attention_only_gpt(vocab: int = 32, length: int = 16, n_head: int = 4, d_model: int = 32, seed: int = 0) -> GPT:
+def attention_only_gpt(vocab: int = 32, length: int = 16, n_head: int = 4, d_model: int = 64, seed: int = 0,
+                       pos_encoding: str = "learned") -> GPT:
     """A 2-layer GPT that is attention only: each MLP's output projection is zero and frozen, so
     every block adds exactly attn(ln(x)); it stays a plain GPT (a bundle, the Heads view, export)."""
     torch.manual_seed(seed)
     model = GPT(GPTConfig(vocab_size=vocab, block_size=2 * length, n_layer=2, n_head=n_head, d_model=d_model, d_ff=4,
-                          pos_encoding="rope"))
+                          pos_encoding=pos_encoding))
     for block in model.blocks:
         for p in block.mlp.proj.parameters():
             nn.init.zeros_(p)
@@ -54,12 +55,12 @@ def induction_batch(vocab: int, block: int, batch: int, g: torch.Generator) -> t
     return x, copied
 
 
-def train_induction(vocab: int = 32, length: int = 16, steps: int = 1500, batch: int = 64, lr: float = 5e-3,
-                    seed: int = 0) -> GPT:
+def train_induction(vocab: int = 32, length: int = 16, steps: int = 3000, batch: int = 64, lr: float = 1e-3,
+                    seed: int = 0, pos_encoding: str = "learned") -> GPT:
     """Train :func:`attention_only_gpt` (context 2 x ``length``) on :func:`induction_batch`
     sequences, the loss on the copied tokens only (the rest is unpredictable noise that would
     drown the signal); returns it in eval mode."""
-    model = attention_only_gpt(vocab, length, seed=seed)
+    model = attention_only_gpt(vocab, length, seed=seed, pos_encoding=pos_encoding)
     opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
     g = torch.Generator().manual_seed(seed)
     model.train()

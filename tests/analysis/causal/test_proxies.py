@@ -87,3 +87,18 @@ def test_do_not_track_sentence_only_below_ten_percent():
     assert "do not track the causal effect here: leave-one-out (0%)" in findings(rows(spec))
     spec["loo"] = [(0.6, 0.01)] * 5 + [(0.1, 0.5)] * 5
     assert "do not track" not in findings(rows(spec))
+
+
+@pytest.mark.slow
+def test_the_experiment_runs_from_the_runner_on_the_shipped_gpt():
+    from pathlib import Path
+
+    from playground.analysis.experiments.runner import ExperimentOptions, iter_experiment
+    from playground.analysis.experiments.summary import summarize
+    from playground.bundle import load_bundle
+    from playground.workspace import Workspace
+
+    ws = Workspace(Path(__file__).resolve().parents[3] / "checkpoints")
+    res = drive(iter_experiment("causal", load_bundle("gpt-python-docs-char", ws), ExperimentOptions(n=2), ws))
+    assert res.examples_done == 2 and {r.target for r in res.rows} == {"input", "last"}
+    assert "What it cannot show" in summarize(res).to_markdown()
