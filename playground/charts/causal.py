@@ -13,6 +13,7 @@ from playground.analysis.causal.patching import GRID_TITLES, PatchGrid
 def _frame(grid: PatchGrid) -> pd.DataFrame:
     f = grid.frame()
     f["shown"] = f["effect"].clip(-1.5, 1.5)
+    f["col_label"] = f["col_label"].str.replace("\n", "⏎").str.replace(" ", "␣")  # whitespace tokens made visible
     return f
 
 
