@@ -32,6 +32,7 @@ def run_causal_view(workspace: Workspace, device: str, checkpoint: str | None, s
                     progress: Any = None) -> tuple[str, Any, Any, Any, Any]:
     """(summary Markdown, heatmaps, agreement table, logit-lens table, CSV/JSON files)."""
     from playground.analysis.causal.pairs import make_pair
+    from playground.analysis.causal.patching import Eta
     from playground.analysis.causal.report import run_causal
     from playground.analysis.inputs import token_label
     from playground.bundle import cached_bundle
@@ -47,9 +48,11 @@ def run_causal_view(workspace: Workspace, device: str, checkpoint: str | None, s
     pair = make_pair(bundle.model, bundle.tokenizer, None if source == "typed" else source, clean or "",
                      corrupted or "", device=device)
 
+    eta = Eta()
+
     def step(done: int, total: int) -> None:
         if progress is not None:
-            progress(done / max(1, total), desc=f"{done}/{total} cells")
+            progress(done / max(1, total), desc=eta(done, total))
 
     report = run_causal(bundle.model, pair, grids or ["resid"], (direction,), caps=caps,
                         label=lambda i: token_label(bundle.tokenizer, i), progress=step)
