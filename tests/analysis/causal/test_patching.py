@@ -176,3 +176,12 @@ def test_hooks_are_removed_even_on_error():
     with pytest.raises(IndexError):
         patched_metrics(model, CORRUPT, runs.acts["clean"], Layout.of(model).cells("resid", 6), bad)
     assert all(not m._forward_hooks and not m._forward_pre_hooks for m in model.modules())
+
+
+def test_eta_is_the_pace_so_far_times_the_cells_left():
+    from playground.analysis.causal.patching import Eta
+
+    eta = Eta()
+    assert eta(0, 10) == "0/10 cells"
+    eta.start -= 10.0  # 10 s spent on 5 of 10 cells: about 10 s left
+    assert eta(5, 10).startswith("5/10 cells, about 1") and eta(5, 10).endswith(" s left")
