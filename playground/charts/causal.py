@@ -8,6 +8,7 @@ import altair as alt
 import pandas as pd
 
 from playground.analysis.causal.patching import GRID_TITLES, PatchGrid
+from playground.analysis.causal.proxies import PROXY_TITLES
 
 
 def _frame(grid: PatchGrid) -> pd.DataFrame:
@@ -63,9 +64,14 @@ def causal_experiment_chart(table: list[dict]) -> alt.Chart:
     """Mean τ ± std per proxy, one panel per causal target."""
     f = pd.DataFrame(table)
     f["lo"], f["hi"] = f["mean tau"] - f["std"], f["mean tau"] + f["std"]
+    f["proxy"] = f["proxy"].map(lambda p: PROXY_TITLES.get(p, p))
+    f["causal target"] = f["causal target"].map({"input": "effect at the input (block 0)",
+                                                 "last": "effect entering the last block"}).fillna(f["causal target"])
     base = alt.Chart(f).encode(y=alt.Y("proxy:N", title=None))
     bars = base.mark_bar().encode(x=alt.X("mean tau:Q", title="Kendall τ with the causal effect",
                                           scale=alt.Scale(domain=[-1, 1])),
                                   tooltip=["proxy", "causal target", "mean tau", "std", "share p<=0.05"])
     err = base.mark_rule().encode(x="lo:Q", x2="hi:Q")
-    return (bars + err).properties(width=360, height=120).facet(row=alt.Row("causal target:N", title=None))
+    return (bars + err).properties(width=360, height=120).facet(
+        row=alt.Row("causal target:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left"))).properties(
+        padding={"top": 30, "left": 5, "right": 5, "bottom": 5})

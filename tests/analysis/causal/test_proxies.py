@@ -102,3 +102,13 @@ def test_the_experiment_runs_from_the_runner_on_the_shipped_gpt():
     res = drive(iter_experiment("causal", load_bundle("gpt-python-docs-char", ws), ExperimentOptions(n=2), ws))
     assert res.examples_done == 2 and {r.target for r in res.rows} == {"input", "last"}
     assert "What it cannot show" in summarize(res).to_markdown()
+
+
+def test_the_experiment_chart_draws_each_proxy_under_its_title():
+    from playground.charts.causal import causal_experiment_chart
+
+    r = rows({"ig": [(0.8, 0.001)] * 3, "attention": [(0.2, 0.3)] * 3})
+    spec = causal_experiment_chart(r.table()).to_dict(validate=True)
+    values = next(iter(spec["datasets"].values()))
+    assert {v["proxy"] for v in values} == {"integrated gradients", "last-layer attention"}
+    assert {round(v["mean tau"], 6) for v in values} == {0.8, 0.2}
