@@ -124,7 +124,7 @@ class CausalResult(ExperimentResult):
 def _table(stats: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"causal target": target, "proxy": proxy, "mean tau": s["mean"], "std": s["std"],
              "share p<=0.05": s["share_significant"], "examples": s["n"]}
-            for target, per in stats.items() for proxy, s in per.items()]
+            for target, per in stats.items() for proxy, s in per.items() if s["n"]]
 
 
 def resampled(queries: Sequence[Query]) -> list[Tensor]:
