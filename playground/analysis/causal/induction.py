@@ -41,12 +41,14 @@ def attention_only_gpt(vocab: int = 32, length: int = 16, n_head: int = 4, d_mod
 
 
 def induction_batch(vocab: int, block: int, batch: int, g: torch.Generator) -> tuple[Tensor, Tensor]:
-    """Random tokens [B, block] where a random span of n tokens (one n per batch, 4 .. block / 2 - 2)
+    """Random tokens [B, block] where a random span of n tokens (one n per batch, 2 .. block / 2 - 2)
     is repeated right after itself, starting at a random offset per row: neither the copy's
-    distance nor its absolute position can be guessed, only found by an induction circuit.
+    distance nor its absolute position can be guessed, only found by an induction circuit. Spans
+    as short as 2 leave no room for a circuit that matches a token k > 1 positions back (which
+    longer spans alone let a model learn instead of the previous-token head).
     Returns (tokens, copied [B, block]: True at the second copy's tokens after its first)."""
     x = torch.randint(vocab, (batch, block), generator=g)  # [B,T]
-    n = int(torch.randint(4, block // 2 - 1, (1,), generator=g))
+    n = int(torch.randint(2, block // 2 - 1, (1,), generator=g))
     starts = torch.randint(0, block - 2 * n + 1, (batch,), generator=g)  # [B]
     cols = starts[:, None] + torch.arange(n)[None, :]  # [B,n]: the first copy's columns
     x.scatter_(1, cols + n, x.gather(1, cols))  # second copy right after the first

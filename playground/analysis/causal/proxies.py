@@ -225,7 +225,7 @@ def summary_parts(result: CausalResult) -> tuple[str, list[str], str, str]:
     title = f"Proxies scored against causal effect ({n} examples)"
     can = ("Which importance method ranks the positions the way an intervention on the model's own residual "
            "stream does, per example (Kendall τ with its p) and over the held-out set.")
-    cannot = ("The causal effect depends on the corruption (here a resample from another window) and on the depth "
+    cannot = ("The causal effect depends on the corruption (here the tokens of another held-out example) and on the depth "
               "patched; positions that matter only together, or only through several layers, are not single-"
               "position effects. Leave-one-out at the input is itself an intervention, so its agreement with the "
               "input-level effect is expected.")
