@@ -42,7 +42,7 @@ def run_causal_view(workspace: Workspace, device: str, checkpoint: str | None, s
     if not checkpoint:
         raise PlaygroundError("Choose a checkpoint first.")
     bundle = cached_bundle(checkpoint, workspace, device)
-    if bundle.family != "gpt":
+    if not (hasattr(bundle.model, "blocks") and hasattr(bundle.model, "lm_head")):  # a decoder LM, not a classifier
         raise PlaygroundError("Activation patching here needs a GPT checkpoint (the logit lens of BERT is in the CLI: "
                               "python -m playground lens).")
     pair = make_pair(bundle.model, bundle.tokenizer, None if source == "typed" else source, clean or "",
