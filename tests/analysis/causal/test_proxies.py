@@ -93,7 +93,10 @@ def test_do_not_track_sentence_only_below_ten_percent():
 def test_the_experiment_runs_from_the_runner_on_the_shipped_gpt():
     from pathlib import Path
 
-    from playground.analysis.experiments.runner import ExperimentOptions, iter_experiment
+    from playground.analysis.experiments.runner import (
+        ExperimentOptions,
+        iter_experiment,
+    )
     from playground.analysis.experiments.summary import summarize
     from playground.bundle import load_bundle
     from playground.workspace import Workspace
