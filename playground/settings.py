@@ -56,6 +56,7 @@ class DemoCaps:
     max_bpe_work: float | None = None  # BPE build: corpus characters x vocabulary size
     allow_compile: bool = True  # train.compile (minutes of CPU before the first step on a shared server)
     max_import_params: int | None = None  # pretrained imports (playground.pretrained); None: max_params
+    max_patch_cells: int | None = None  # activation patching: cells (one patched row each) per request
 
 
 # Generous but finite: sized for a 24 GiB, few-core server (and what the CLI enforces). The older
@@ -81,6 +82,7 @@ FULL_CAPS = DemoCaps(
     max_pretoken_chars=20_000,
     max_bpe_work=5e12,
     max_import_params=800_000_000,  # up to gpt2-large
+    max_patch_cells=1_000_000,
 )
 DEMO_CAPS = DemoCaps(
     max_upload_mb=5.0,
@@ -109,6 +111,7 @@ DEMO_CAPS = DemoCaps(
     max_bpe_work=2e10,
     allow_compile=False,
     max_import_params=82_000_000,  # distilgpt2-sized (81.9 M)
+    max_patch_cells=4096,
     heavy_slots=1,
     light_slots=3,
     analysis_slots=1,

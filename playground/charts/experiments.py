@@ -17,6 +17,7 @@ from playground.analysis.experiments.jain_wallace import (
     jw_reference_column,
     jw_reference_frame,
 )
+from playground.charts.causal import causal_experiment_chart
 from playground.charts.layout import FULL, fit_width
 
 WIDTH, HEIGHT = 460, 240
@@ -318,6 +319,8 @@ def experiment_chart(result: Any) -> Any:
                            aopc_chart(pd.DataFrame(result.stats()["methods"]))).resolve_scale(color="independent")
     if kind == "pointing":
         return pointing_chart(frame)
+    if kind == "causal":
+        return causal_experiment_chart(result.table())
     if kind == "sanity":
         threshold = result.stats()["threshold"]
         cascade = sanity_chart(result.curve_frame(), result.settings.get("layers", []), threshold)

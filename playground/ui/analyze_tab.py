@@ -27,6 +27,7 @@ from playground.errors import PlaygroundError
 from playground.families import get_family
 from playground.scratch import download_dir
 from playground.ui import (
+    causal_view,
     compare_models,
     coverage_view,
     experiments_view,
@@ -337,6 +338,7 @@ def build(ctx: AppContext) -> None:
         with gr.Tab("Experiments", id="analyze-experiments", elem_id="analyze-experiments") as experiments_tab:
             experiments_view.build(ctx, checkpoint, experiments_tab)  # shares the checkpoint dropdown
     heads_view.build(ctx, device, checkpoint)  # the Heads accordion, under both sub-tabs
+    causal_view.build(ctx, device, checkpoint)  # activation patching, attribution patching, logit lens (GPT)
     coverage_view.build(ctx, device, checkpoint)  # repeated/dropped source words (seq2seq)
     compare_models.build_analyze(ctx, device, checkpoint)  # a second model beside this one
 

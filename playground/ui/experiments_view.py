@@ -37,6 +37,7 @@ EXPERIMENT_LABELS: dict[str, str] = {
     "erasure": "Erasure to decision flip (S&S)",
     "aopc": "Deletion / insertion, AOPC, ERASER",
     "pointing": "Pointing game (vit-shapes)",
+    "causal": "Proxies vs causal effect: attention and gradients scored against activation patching",
     "sanity": "Sanity check: cascading model (and optionally data-label) randomisation (Adebayo)",
 }
 ALL_METHODS = ["attention", "attention_mean", "rollout", "norm", "relevancy", "flow", "saliency", "ixg", "ig", "loo",

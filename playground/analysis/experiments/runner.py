@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from torch import nn
 
+from playground.analysis.causal.proxies import iter_causal
 from playground.analysis.experiments import erasure as er
 from playground.analysis.experiments import jain_wallace as jw
 from playground.analysis.experiments import sanity as sa
@@ -45,6 +46,7 @@ EXPERIMENTS: dict[str, str] = {
     "erasure": "S&S: erase units in each ranking's order until the decision flips",
     "aopc": "Deletion/insertion curves, AOPC and ERASER comprehensiveness/sufficiency",
     "pointing": "Pointing game / plausibility against known ground truth (vit-shapes masks, review rationales)",
+    "causal": "Attention and gradients scored against activation patching (Kendall τ with the causal effect per position)",
     "sanity": "Adebayo: randomise the layers from the output down; rank correlation of each method's map with the trained one",
 }
 
@@ -176,6 +178,8 @@ def _on_examples(name: str, held: HeldOut, o: ExperimentOptions, stop: StopFlag,
     if name == "aopc":
         return (yield from er.iter_curves(q, o.methods or er.CURVE_METHODS, er.AOPC_BINS, max(1, o.random_draws // 2),
                                           o.seed, o.module, o.heads, stop=stop, settings=settings))
+    if name == "causal":
+        return (yield from iter_causal(q, stop=stop, settings=settings))
     if name == "sanity":
         if shuffled is not None and o.float64:
             shuffled = float64_model(shuffled)

@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from playground.analysis.causal.proxies import summary_parts as causal_parts
 from playground.analysis.divergences import LN2
 from playground.analysis.experiments.core import ExperimentResult
 from playground.analysis.experiments.jain_wallace import (
@@ -476,7 +477,13 @@ def _label_findings(result: Any, st: dict[str, Any]) -> list[str]:
     return out
 
 
+def summarize_causal(result: Any) -> Summary:
+    """Proxies vs causal effect (playground.analysis.causal.proxies)."""
+    return Summary(*causal_parts(result), notes=_stopped(result))
+
+
 SUMMARIZERS = {
+    "causal": summarize_causal,
     "permutation": summarize_permutation,
     "adversarial": summarize_adversarial,
     "agreement": summarize_agreement,
