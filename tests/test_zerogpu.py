@@ -109,6 +109,14 @@ def zerogpu_server(tmp_path_factory) -> Iterator[tuple[RunningApp, list[Call]]]:
     root, library = tmp_path_factory.mktemp("zgpu-ws"), tmp_path_factory.mktemp("zgpu-lib")
     running = RunningApp("", root, library)
     _save_gpt(running.library, "tiny-gpt")
+    from playground.config import Preset
+    from playground.training.engine import run_training
+
+    run_training(Preset("exp-gpt", "gpt", model={"block_size": 12, "n_layer": 1, "n_head": 2, "d_model": 16},
+                        data={"corpus": "python-docs", "tokenizer": "char"},
+                        train={"max_steps": 2, "batch_size": 4, "eval_interval": 2, "eval_iters": 1, "warmup_steps": 1,
+                               "save_optimizer": False, "preview": False}),
+                 running.library, "exp-gpt", device="cpu")  # an experiment's examples come from a built-in corpus
     settings = dataclasses.replace(make_settings(root, device="cpu", demo=True, app=True, library=[library]),
                                    zerogpu=True)
     prepare_server(settings)
@@ -171,6 +179,19 @@ def test_generation_and_analysis_are_decorated_calls_in_the_request(zerogpu_serv
         (call,) = [c for c in calls if c.name == name]
         _assert_in_request(call, client)
         assert 0 < call.duration <= zerogpu.ANON_QUOTA_S
+
+
+@pytest.mark.slow
+def test_an_experiment_is_a_decorated_generator_called_in_the_request(zerogpu_server):
+    running, calls = zerogpu_server
+    client = _client(running.url)
+    client.predict(None, api_name="/refresh_analyze_models")
+    out = client.predict("exp-gpt", "permutation", 2, 0, None, "all", "default", 5, 5, 2, ["attention"], ["loo"], [],
+                         "attention", "1", None, api_name="/experiments_run")
+    assert "Done" in out[0]
+    (call,) = [c for c in calls if c.name == "run_experiment"]
+    _assert_in_request(call, client)
+    assert call.duration == zerogpu.experiment_seconds(2, zerogpu.ANON_QUOTA_S) and call.yields >= 2
 
 
 def test_every_presets_duration_stays_within_the_quotas():
