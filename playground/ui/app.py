@@ -71,12 +71,17 @@ GZIP_MIN_BYTES = 4096
 # a student's results is left in a shared browser. (Older gradio releases, such as the 6.0.1
 # floor, have no `run_history` argument to pass.)
 RUN_HISTORY_OFF = {"run_history": False} if "run_history" in inspect.signature(gr.Blocks.launch).parameters else {}
+# gradio's launch() sends the local URL one HEAD with a 3 s timeout and, when it times out, raises
+# with the server already started: on a loaded machine (a workshop server started beside running
+# trainings; measured: the first page answer took longer at load 15) the app dies at start. The
+# check is for notebooks whose localhost is unreachable (Colab); a served playground skips it.
+NO_SELF_CHECK = {"_frontend": False} if "_frontend" in inspect.signature(gr.Blocks.launch).parameters else {}
 
 
 def launch_options() -> dict[str, Any]:
     """Keyword arguments for `app.launch` that every way of serving the app shares (a fresh dict:
     gradio adds to `app_kwargs`)."""
-    return {"css": APP_CSS, **RUN_HISTORY_OFF,
+    return {"css": APP_CSS, **RUN_HISTORY_OFF, **NO_SELF_CHECK,
             "app_kwargs": {"middleware": [Middleware(PageCache),  # outermost: it keeps the gzipped answer
                                           Middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES, compresslevel=6),
                                           Middleware(FrontendFix),  # it edits the plain asset
