@@ -2,8 +2,9 @@
 
     python scripts/train_induction_checkpoint.py [--steps 2000] [--out checkpoints/causal/induction-2l]
 
-Writes model.safetensors and config.json (the GPTConfig and how it was trained); the test
-tests/analysis/causal/test_induction.py loads it (playground.analysis.causal.induction.load_induction).
+Writes model.safetensors and config.json (the GPTConfig, how it was trained, and find_heads'
+scores beside head patching); load it with playground.analysis.causal.induction.load_induction.
+docs/causal.md ("Known results") has what three runs gave.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--pos", default="learned", help="position encoding (learned, rope)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default="checkpoints/causal/induction-2l")
+    ap.add_argument("--out", default="/tmp/induction-2l")
     args = ap.parse_args()
     torch.set_num_threads(1)
     t0 = time.perf_counter()

@@ -4,7 +4,7 @@ The logit lens (nostalgebraist 2020): the residual stream after each layer read 
 model's final norm and unembedding, for GPT and BERT-MLM checkpoints:
 
     python -m playground lens gpt-python-docs-char --input "def __init__(sel" --target f
-    python -m playground lens bert-mlm-reviews --input "the film was [MASK] ." --position 4 --csv lens.csv
+    python -m playground lens bert-mlm-reviews --input "the film was [MASK] and the acting" --position 3 --csv lens.csv
 """
 from __future__ import annotations
 

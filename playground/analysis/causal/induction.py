@@ -1,6 +1,8 @@
-"""The known result: a 2-layer attention-only GPT trained on repeated random sequences forms a
-previous-token head in layer 0 and an induction head in layer 1 (Olsson et al. 2022), and
-head patching on induction pairs finds the same heads the attention scores name.
+"""The induction known result's tooling: a 2-layer attention-only GPT trained on repeated random
+spans, and :func:`find_heads`, the Heads view's previous-token and induction scores beside head
+patching on induction pairs. Olsson et al. (2022) find a previous-token head in layer 0 and an
+induction head in layer 1; whether a model trained here forms them, and whether patching names
+the same heads, is what find_heads reports (docs/causal.md: not yet on this machine's budget).
 """
 from __future__ import annotations
 
