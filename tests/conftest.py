@@ -75,10 +75,8 @@ def serve_app(tmp_path_factory: pytest.TempPathFactory, name: str, demo: bool = 
     prepare_server(settings)
     app = build_app(settings)
     port = free_port()
-    # _frontend=False skips gradio's own reachability probe (one HEAD with a 3 s timeout), which
-    # fails the launch on a loaded machine; the server is up once launch returns, and tests wait on it.
-    app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, _frontend=False,
-               **launch_options())
+    # launch_options() skips gradio's one-HEAD reachability probe, as launch.py does (ui/app.py)
+    app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options())
     try:
         yield dataclasses.replace(running, url=f"http://127.0.0.1:{port}/")
     finally:
