@@ -6,6 +6,7 @@ A preset is `presets/<name>.toml` with top-level `family` and `description` and 
 from __future__ import annotations
 
 import dataclasses
+import math
 import tomllib
 import types
 import typing
@@ -124,6 +125,12 @@ def build_dataclass(cls: type[T], values: dict[str, Any], where: str) -> T:
         raise ConfigError(f"[{where}]: {exc}") from exc
 
 
+def _shown(value: object) -> str:
+    """A value as an error message shows it: its repr, cut to 40 characters."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:30] + f"... ({len(text):,} characters)"
+
+
 def coerce(value: Any, typ: Any, key: str) -> Any:
     """Convert `value` (often a string from the CLI) to `typ`; ConfigError if it does not fit."""
     origin = typing.get_origin(typ)
@@ -169,10 +176,14 @@ def coerce(value: Any, typ: Any, key: str) -> Any:
             raise ConfigError(f"{key} = {value!r} is not an integer.")
         try:
             f = float(value)
+        except OverflowError:  # an int past float's range (10**400 from TOML or the API)
+            raise ConfigError(f"{key} = {_shown(value)} is far too large for any setting.") from None
         except (TypeError, ValueError):
-            raise ConfigError(f"{key} = {value!r} is not an integer.") from None
+            raise ConfigError(f"{key} = {_shown(value)} is not an integer.") from None
+        if math.isinf(f):
+            raise ConfigError(f"{key} = {_shown(value)} is far too large for any setting.")
         if not f.is_integer():
-            raise ConfigError(f"{key} = {value!r} is not an integer.")
+            raise ConfigError(f"{key} = {_shown(value)} is not an integer.")
         return int(f)
     if typ is float:
         try:

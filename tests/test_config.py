@@ -78,3 +78,12 @@ def test_every_shipped_preset_parses():
         preset = load_preset(name)
         assert preset.family in {"gpt", "vit", "rnn_seq2seq", "transformer_seq2seq", "text_classifier", "imagegpt",
                                  "bert_mlm", "bert_classifier"}
+
+
+def test_an_integer_past_any_range_is_refused_in_a_short_line():
+    from playground.config import coerce
+
+    for value in (10**400, "1" + "0" * 400, "1e400"):
+        with pytest.raises(ConfigError, match="far too large") as err:
+            coerce(value, int, "model.n_layers")
+        assert len(str(err.value)) < 120
