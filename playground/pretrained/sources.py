@@ -134,7 +134,7 @@ def _hub_file(source: Source, filename: str, dry_run: bool) -> Any:
     )
 
     try:
-        return hf_hub_download(source.repo_id, filename, revision=source.revision, cache_dir=source.cache_dir,
+        return hf_hub_download(source.repo_id or "", filename, revision=source.revision, cache_dir=source.cache_dir,
                                local_files_only=source.offline, dry_run=dry_run)
     except GatedRepoError as exc:
         raise PlaygroundError(f"{source.label} is gated on the Hub: accept its terms and log in "
