@@ -114,8 +114,10 @@ def interleaved(fns: dict[str, Callable[[], None]], repeats: int) -> dict[str, t
     return best
 
 
-def run_real(args: argparse.Namespace) -> int:
-    """Print one table row per input length: ours, captum, inseq (wall / CPU seconds) and the ratios."""
+def run_real(args: argparse.Namespace, shape: dict[str, int] | None = None) -> int:
+    """Print one table row per input length: ours, captum, inseq (wall / CPU seconds) and the ratios.
+    ``shape``: the GPT's (default GPT-2 small's; tests pass a tiny one)."""
+    shape = shape or GPT2_SMALL
     from transformers import GPT2LMHeadModel
 
     from playground.models.export_hf import export_hf_gpt2
@@ -123,7 +125,7 @@ def run_real(args: argparse.Namespace) -> int:
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    model = GPT(GPTConfig(**GPT2_SMALL)).eval()
+    model = GPT(GPTConfig(**shape)).eval()
     for p in model.parameters():
         p.requires_grad_(False)
     with tempfile.TemporaryDirectory() as tmp:
@@ -132,14 +134,14 @@ def run_real(args: argparse.Namespace) -> int:
     lengths = [int(x) for x in str(args.lengths).split(",") if x.strip()]
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     has_inseq = importlib.util.find_spec("inseq") is not None
-    print(f"analyze bench, gpt2-sized: GPT-2 small's shape, random weights ({model.num_parameters() / 1e6:.1f} M "
+    print(f"analyze bench, gpt2-sized: {'GPT-2 small' if shape == GPT2_SMALL else 'a test'}'s shape, random weights ({model.num_parameters() / 1e6:.1f} M "
           f"parameters), IG {args.ig_steps} steps, {args.threads} threads, best of {args.repeats} interleaved rounds "
           f"(load average {load:.1f}); inseq {'installed' if has_inseq else 'not installed'}")
     print("| tokens | ours (attention + rollout + IG + LOO) | captum (IG + LOO) | inseq (IG) | ours / captum | ours / inseq |")
     print("|---|---|---|---|---|---|")
 
     def sides(length: int) -> dict[str, Callable[[], None]]:
-        ids = torch.randint(2, GPT2_SMALL["vocab_size"], (1, length), generator=torch.Generator().manual_seed(length))
+        ids = torch.randint(2, shape["vocab_size"], (1, length), generator=torch.Generator().manual_seed(length))
         with torch.no_grad():
             target = int(model(ids)[0, -1].argmax())
         fns = {"ours": ours_whole(model, ids, target, args.ig_steps), "captum": captum_whole(hf, ids, target, args.ig_steps)}

@@ -184,6 +184,7 @@ class BertClassifier(_BertBase):
 
     def __init__(self, config: BertClassifierConfig) -> None:
         super().__init__(config)
+        self.pooler_kind = config.pooler
         if config.pooler != "none":
             self.pooler = nn.Linear(config.d_model, config.d_model)
         self.drop = Dropout(config.dropout)
@@ -193,9 +194,9 @@ class BertClassifier(_BertBase):
 
     def forward(self, ids: Tensor, segments: Tensor | None = None) -> Tensor:
         h = self.encoder(ids, segments)[:, 0]  # [B,D]: the final [CLS] state
-        if self.config.pooler == "tanh":  # BERT's pooler
+        if self.pooler_kind == "tanh":  # BERT's pooler
             h = torch.tanh(self.pooler(h))
-        elif self.config.pooler == "relu":  # DistilBERT's pre-classifier
+        elif self.pooler_kind == "relu":  # DistilBERT's pre-classifier
             h = F.relu(self.pooler(h))
         return self.head(self.drop(h))  # [B,C]
 

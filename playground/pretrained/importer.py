@@ -160,13 +160,20 @@ def _materialise_buffers(model: torch.nn.Module, family: Any, config: ModelConfi
             setattr(model.get_submodule(owner) if owner else model, attr, real[name])
 
 
-def run_import(plan: ImportPlan, workspace: Workspace, name: str | None = None, overwrite: bool = False) -> Path:
-    """Fetch and convert the weights, then write a read-only bundle ``name``; returns its folder."""
+def check_name(plan: ImportPlan, workspace: Workspace, name: str | None, overwrite: bool = False) -> str:
+    """The bundle's name (default: the source's); refused when it is taken or read-only."""
     name = validate_name(name or plan.source.default_name)
     workspace.check_writable("models", name)
     if workspace.exists("models", name) and not overwrite:
         raise PlaygroundError(f"A model named {name!r} already exists; choose another name (--name).")
-    model = convert(plan, read_weights(plan.source))
+    return name
+
+
+def run_import(plan: ImportPlan, workspace: Workspace, name: str | None = None, overwrite: bool = False,
+               tensors: dict[str, Tensor] | None = None) -> Path:
+    """Fetch (unless ``tensors`` were) and convert the weights, then write a read-only bundle ``name``."""
+    name = check_name(plan, workspace, name, overwrite)
+    model = convert(plan, tensors if tensors is not None else read_weights(plan.source))
     info = {"source": plan.source.repo_id or plan.source.label, "hub": plan.source.repo_id is not None,
             "revision": plan.source.revision, "architecture": plan.converter.architecture, "hf_config": plan.hf_config,
             "params": plan.params}

@@ -8,11 +8,13 @@ unpickled: a folder with ``pytorch_model.bin`` only is refused.
 """
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from playground.errors import ConfigError, NotFoundError, OfflineError, PlaygroundError
@@ -121,6 +123,20 @@ def check_folder(path: Path) -> None:
         raise NotFoundError(f"The folder {path.name!r} has no model.safetensors.")
 
 
+def _cached_info(source: Source, filename: str) -> SimpleNamespace:
+    """A dry run's answer from the cache alone (older huggingface_hub); NotFoundError when not cached offline."""
+    from huggingface_hub import (
+        try_to_load_from_cache,  # function-level: as in _hub_file
+    )
+
+    found = try_to_load_from_cache(source.repo_id or "", filename, cache_dir=source.cache_dir, revision=source.revision)
+    if isinstance(found, str):
+        return SimpleNamespace(file_size=Path(found).stat().st_size, is_cached=True)
+    if source.offline:
+        raise NotFoundError(f"{source.label} has no {filename} in the Hugging Face cache.")
+    return SimpleNamespace(file_size=None, is_cached=False)
+
+
 def _hub_file(source: Source, filename: str, dry_run: bool) -> Any:
     """hf_hub_download with one clear line for each way it fails."""
     # function-level: huggingface_hub is only needed for Hub imports and is slow to import
@@ -134,8 +150,10 @@ def _hub_file(source: Source, filename: str, dry_run: bool) -> Any:
     )
 
     try:
-        return hf_hub_download(source.repo_id, filename, revision=source.revision, cache_dir=source.cache_dir,
-                               local_files_only=source.offline, dry_run=dry_run)
+        if dry_run and "dry_run" not in inspect.signature(hf_hub_download).parameters:
+            return _cached_info(source, filename)  # huggingface_hub before 1.0: the cache is all we can ask
+        return hf_hub_download(source.repo_id or "", filename, revision=source.revision, cache_dir=source.cache_dir,
+                               local_files_only=source.offline, **({"dry_run": True} if dry_run else {}))
     except GatedRepoError as exc:
         raise PlaygroundError(f"{source.label} is gated on the Hub: accept its terms and log in "
                               "(huggingface-cli login) first.") from exc

@@ -16,8 +16,10 @@ import gradio as gr
 from playground.errors import ConfigError
 from playground.pretrained.importer import (
     ImportPlan,
+    check_name,
     import_cap,
     plan_import,
+    read_weights,
     run_import,
 )
 from playground.spaces import UserSpace
@@ -74,8 +76,11 @@ def import_model(space: UserSpace, caps: Any, hub_id: str | None, files: Sequenc
                  version: int) -> Iterator[tuple[str, int]]:
     """Plan (shown first), then fetch, convert and save; the status line and the new space version."""
     plan = make_plan(space, caps, hub_id, files)
-    yield f"{plan.summary()}. Importing…", version
-    path = run_import(plan, space, (name or "").strip() or None)
+    name = check_name(plan, space, (name or "").strip() or None)  # before any download
+    yield f"{plan.summary()}. Fetching the weights…", version
+    tensors = read_weights(plan.source)
+    yield f"{plan.summary()}. Converting…", version  # Stop before here: nothing is saved
+    path = run_import(plan, space, name, tensors=tensors)
     yield (f"Imported **{path.name}** into your space ({plan.converter.family}): pick it in Generate or Analyze, "
            "beside one of your own models."), version + 1
 

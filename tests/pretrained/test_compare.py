@@ -48,3 +48,16 @@ def test_generations_of_two_models_step_by_step(both: Workspace) -> None:
 def test_the_same_checkpoint_twice_is_refused(both: Workspace) -> None:
     with pytest.raises(PlaygroundError, match="other than the first"):
         compare_generations(both, "cpu", OWN, OWN, "x", 3)
+
+
+def test_two_imported_classifiers_side_by_side(saved: dict[str, Saved], tmp_path: Path) -> None:
+    ws = Workspace(tmp_path / "ws")
+    import_pretrained(str(saved["BertForSequenceClassification"].folder), ws, "bert-cls")
+    import_pretrained(str(saved["DistilBertForSequenceClassification"].folder), ws, "distil-cls")
+    summary, agreement, *_ = compare_analysis(ws, "cpu", "bert-cls", "distil-cls", "hello tiny world",
+                                              ["attention", "ig", "loo"], 4)
+    rows = {name: dict(zip(summary[""], summary[name])) for name in ("bert-cls", "distil-cls")}
+    assert {r["family"] for r in rows.values()} == {"bert_classifier"}
+    assert all(r["predicted"].strip("'") in ("negative", "neutral", "positive") for r in rows.values())
+    assert "best induction head" not in rows["bert-cls"]  # bidirectional: no induction score
+    assert list(agreement["pair"]) == ["attention ~ ig", "attention ~ loo", "ig ~ loo"]

@@ -29,7 +29,8 @@ def test_uploaded_files_import_into_the_users_space(space, saved: dict[str, Save
     assert check_size(space, FULL_CAPS, "", files).startswith(
         "uploaded-model: DistilBertForSequenceClassification -> the playground's bert_classifier model, ")
     steps = list(import_model(space, FULL_CAPS, "", files, "sst-tiny", 3))
-    assert steps[0][0].endswith("Importing…") and steps[0][1] == 3
+    assert [s[0].rsplit(". ", 1)[-1] for s in steps[:2]] == ["Fetching the weights…", "Converting…"]
+    assert steps[0][1] == steps[1][1] == 3
     done = ("Imported **sst-tiny** into your space (bert_classifier): pick it in Generate or Analyze, "
             "beside one of your own models.")
     assert steps[-1] == (done, 4)

@@ -7,12 +7,13 @@ set and our GPT cannot (cross-attention, per-layer attention scaling, another ep
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from playground.families.hf_weights import HFConverter, Map, need, refuse, same
 from playground.models.gpt import GPTConfig
 
-ACTIVATIONS = {"gelu_new": "gelu", "gelu_pytorch_tanh": "gelu", "gelu_fast": "gelu", "gelu": "gelu_exact",
+FFN = Literal["gelu", "gelu_exact", "relu", "relu2", "swiglu"]
+ACTIVATIONS: dict[str, FFN] = {"gelu_new": "gelu", "gelu_pytorch_tanh": "gelu", "gelu_fast": "gelu", "gelu": "gelu_exact",
                "relu": "relu"}
 
 

@@ -7,12 +7,13 @@ are fused into ``qkv``. Its image processor's mean 0.5 / std 0.5 is ``input_norm
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from playground.families.hf_weights import HFConverter, Map, fused, need, refuse, same
 from playground.models.vit import ViTConfig
 
-ACTIVATIONS = {"gelu": "gelu_exact", "gelu_new": "gelu", "gelu_pytorch_tanh": "gelu", "relu": "relu"}
+FFN = Literal["gelu", "gelu_exact", "relu", "relu2", "swiglu"]
+ACTIVATIONS: dict[str, FFN] = {"gelu": "gelu_exact", "gelu_new": "gelu", "gelu_pytorch_tanh": "gelu", "relu": "relu"}
 
 
 def vit_config(hf: dict[str, Any], specials: dict[str, int]) -> ViTConfig:
@@ -35,7 +36,7 @@ def vit_config(hf: dict[str, Any], specials: dict[str, int]) -> ViTConfig:
                      input_norm=input_norm)
 
 
-def _input_norm(pre: dict[str, Any], problems: list[str]) -> str:
+def _input_norm(pre: dict[str, Any], problems: list[str]) -> Literal["none", "center"]:
     """Our input_norm from preprocessor_config.json (passed in as ``_preprocessor``; absent: ViT's 0.5 / 0.5)."""
     if pre.get("do_normalize", True) is False:
         return "none"
