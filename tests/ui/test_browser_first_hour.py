@@ -29,13 +29,16 @@ def laptop():
 
 def shown(driver, elem_id: str) -> bool:
     """Whether the element with this id is on the page and displayed (gradio may drop a hidden one)."""
-    return any(e.is_displayed() for e in driver.find_elements("id", elem_id))
+    return driver.execute_script("const e = document.getElementById(arguments[0]);"
+                                 "return !!e && e.getClientRects().length > 0 && getComputedStyle(e).visibility !== 'hidden';",
+                                 elem_id)
 
 
 def _lesson_tabs(driver) -> list[tuple[str, str]]:
     """(label, button id) of every lesson tab button, left to right."""
-    return [(b.text.strip(), b.get_attribute("id"))
-            for b in driver.find_elements("css selector", "#lessons-tabs button[role='tab']")]
+    return [tuple(pair) for pair in driver.execute_script(
+        "return [...document.querySelectorAll(\"#lessons-tabs button[role='tab']\")]"
+        ".map(b => [b.innerText.trim(), b.id]);")]
 
 
 def test_lesson_tabs_open_left_to_right(laptop, app_server):
@@ -55,8 +58,8 @@ def test_lesson_tabs_open_left_to_right(laptop, app_server):
         panel = laptop.find_element(By.ID, button_id.removesuffix("-button"))
         wait.until(lambda d, p=panel: p.is_displayed())
         assert _lesson_tabs(laptop) == tabs, f"after clicking {label!r} the tabs read {_lesson_tabs(laptop)}"
-        selected = [b.text for b in laptop.find_elements(By.CSS_SELECTOR, "#lessons-tabs button[aria-selected='true']")]
-        assert selected == [label]
+        selected = text_of(laptop, "#lessons-tabs button[aria-selected='true']")
+        assert selected == label
     wait.until(lambda d: "Claim" in text_of(d, "#lesson-tab-claims"))
 
 
