@@ -20,7 +20,7 @@ from urllib.parse import urlencode
 from playground.config import apply_overrides
 from playground.errors import PlaygroundError
 
-TAB_IDS = ("tokenizer", "train", "generate", "analyze", "space")
+TAB_IDS = ("tokenizer", "train", "generate", "analyze", "lessons", "space")
 SECTIONS = ("model", "data", "train")
 MAX_SETTINGS = 30  # `set=` parameters read from one link
 MAX_VALUE_CHARS = 100
@@ -156,18 +156,24 @@ def apply_settings(preset: Any, settings: Iterable[tuple[str, str]], caps: Any =
     return preset, applied, notices
 
 
-def exercise_query(preset_name: str | None, current: Any, original: Any) -> str:
+def exercise_query(preset_name: str | None, current: Any, original: Any, shown: Any = None) -> str:
     """The query string (`?tab=train&preset=...&set=...`) that reopens `current` from `original`.
 
-    Only scalar settings that differ from the named preset are written (in section order).
+    Only scalar settings that differ from the named preset are written (in section order). `shown`
+    is the preset as its form first showed it: a setting the preset leaves out, at the default the
+    form showed for it, is no change of the user's (the form writes every field it has).
     """
     params: list[tuple[str, str]] = [("tab", "train")]
     if preset_name:
         params.append(("preset", preset_name))
     for section in SECTIONS:
         now, before = current.section(section), (original.section(section) if original is not None else {})
+        as_shown = shown.section(section) if shown is not None else {}
         for key, value in now.items():
-            if isinstance(value, (bool, int, float, str)) and (key not in before or before[key] != value):
+            if not isinstance(value, (bool, int, float, str)):
+                continue
+            changed = before[key] != value if key in before else (key not in as_shown or as_shown[key] != value)
+            if changed:
                 params.append(("set", f"{section}.{key}={_literal(value)}"))
     return "?" + urlencode(params, safe=".=")
 
@@ -178,4 +184,4 @@ def _literal(value: Any) -> str:
     return str(value)
 
 
-__all__ = ["DeepLink", "TAB_IDS", "apply_settings", "exercise_query", "parse_query", "parse_value"]
+__all__ = ["TAB_IDS", "DeepLink", "apply_settings", "exercise_query", "parse_query", "parse_value"]

@@ -14,6 +14,7 @@ def test_parse_query_reads_tab_preset_and_settings():
     assert link == DeepLink("train", "nanogpt-cpu-tiny", (("train.max_steps", "300"), ("model.n_layer", "2")), ())
     assert parse_query({"preset": "vit-digits"}, PRESETS).tab == "train"  # a preset implies the Train tab
     assert parse_query({"tab": "analyze"}, PRESETS) == DeepLink(tab="analyze")
+    assert parse_query({"tab": "lessons"}, PRESETS) == DeepLink(tab="lessons")  # every top-level tab
     assert parse_query({}, PRESETS).empty and parse_query({"__theme": "dark"}, PRESETS).empty
 
 

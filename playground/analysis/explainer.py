@@ -75,6 +75,11 @@ class FamilyExplainer(ABC):
         returns the variant that fits this one); by default itself."""
         return self
 
+    def unavailable_for(self, config: Any) -> frozenset[str]:
+        """The per-input methods a model of this config cannot compute, known without building it
+        (what the Analyze tab leaves out of its choices); by default the family's."""
+        return frozenset(self.unavailable)
+
     # -- the scalar F and the explained output -------------------------------------------
     def check(self, query: Query) -> None:
         """Raise ValueError when ``query`` lacks what this family's F needs (positions, decoder inputs)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import io
+import math
 from typing import Any
 
 import altair as alt
@@ -20,6 +21,9 @@ from PIL import Image
 
 from playground.charts.layout import FULL, fit_width, panel_width
 
+LABEL_PX = 6.0  # width of one character of a strip's 9-px token label
+LABEL_CHARS = 14  # a strip cell grows to hold a token this long at most
+MIN_CELL = 18  # px: the narrowest cell (one character)
 SIGNED_SCALE = alt.Scale(domain=[-1, 0, 1], range=["#2166ac", "#f7f7f7", "#b2182b"])
 UNSIGNED_SCALE = alt.Scale(domain=[0, 1], range=["#f7f7f7", "#b2182b"])
 
@@ -45,12 +49,17 @@ def token_strips_chart(frame: pd.DataFrame, row: int = 0, signed_methods: set[st
     df = normalised(frame[frame["row"] == row])
     order = list(dict.fromkeys(df["method"]))
     df["token"] = [f"{u}: {lab!r}" for u, lab in zip(df["unit"], df["unit_label"])]
-    df["label"] = [repr(lab)[1:-1][:6] for lab in df["unit_label"]]
     signed = signed_methods or set()
-    df["shown"] = [n if (m in signed) else (abs(n) if n == n else n) for m, n in zip(df["method"], df["norm"])]
+    df["shown"] = [n if (m in signed or math.isnan(n)) else abs(n) for m, n in zip(df["method"], df["norm"])]
     any_signed = bool(signed & set(order))
     n_units = int(df["unit"].max()) + 1 if len(df) else 1
-    width = max(240, min(1400, 18 * n_units))
+    # Cells as wide as the words they hold (up to LABEL_CHARS), within the full-width box: a short
+    # review's words are whole ("wonderful", not "wonder"), a long input's are cut with an ellipsis.
+    texts = [repr(lab)[1:-1] for lab in df["unit_label"]]
+    longest = min(LABEL_CHARS, max((len(t) for t in texts), default=1))
+    width = max(240, min(FULL - 120, int(max(MIN_CELL, LABEL_PX * longest + 8) * n_units)))
+    fits = max(1, int((width / n_units - 8) / LABEL_PX))
+    df["label"] = [t if len(t) <= fits else t[: max(1, fits - 1)] + "…" for t in texts]
     base = alt.Chart(_data(df)).encode(
         x=alt.X("unit:O", title="input token", axis=alt.Axis(labels=n_units <= 64, labelAngle=0),
                 sort="ascending"),
@@ -66,7 +75,7 @@ def token_strips_chart(frame: pd.DataFrame, row: int = 0, signed_methods: set[st
     text = base.mark_text(fontSize=9, color="black").encode(text="label:N") if n_units <= 64 else None
     chart = alt.layer(rects, text) if text is not None else rects
     chart = chart.properties(height=max(60, 22 * len(order)), title="Importance of each input token, per method")
-    return fit_width(chart, min(FULL, width + 120))  # + the method names
+    return fit_width(chart, width + 120)  # + the method names
 
 
 def image_data_url(image: Any) -> str:

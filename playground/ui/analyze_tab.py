@@ -90,7 +90,9 @@ def checkpoint_view(workspace: Workspace, checkpoint: str | None) -> dict[str, A
     entry = workspace.get("models", checkpoint)
     family = entry.meta.get("family", "")
     spec = get_family(family)
-    methods = supported_methods(family)
+    config = entry.meta.get("model")
+    # Only what this model can compute is offered (a J&W text classifier has nothing to roll out).
+    methods = supported_methods(family, spec.config_cls.from_dict(config) if isinstance(config, dict) else None)
     samples = data_samples(entry.meta, family, n=50) if spec.explainer.view.offers_samples else []
     return {"kind": spec.kind, "family": family, "classes": list(entry.meta.get("class_names") or []),
             "samples": [(f"{i}: {s.label}", i) for i, s in enumerate(samples)], "methods": methods,
@@ -263,8 +265,19 @@ def summary_markdown(result: Any) -> str:
         lines.append(f"DeepLift is experimental: its completeness gap here is δ = "
                      f"{result.deeplift['delta'][p.selected]:+.2e}.")
     lines += [f"- {n}" for n in result.notes]
+    if result.notes:
+        lines.append("")  # a blank line ends the list: the times are no part of its last note
     lines.append("Time: " + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in result.timings.items()))
     return "  \n".join(lines)
+
+
+def grounding_label(result: Any) -> str:
+    """The grounding table's title for what this result holds (the pointing game names its ground
+    truth, as the model's family calls it), never another family's."""
+    if result.pointing is not None:
+        truth = result.prepared.query.explainer.truth_terms
+        return f"Grounding: pointing game (does the top {truth['unit']} fall on {truth['truth']}?)"
+    return "Grounding: alignment accuracy (does the strongest attention fall on the aligned source word?)"
 
 
 def run_analysis(workspace: Workspace, device: str, checkpoint: str | None, text: str | None, image: Any,
@@ -319,7 +332,8 @@ def run_analysis(workspace: Workspace, device: str, checkpoint: str | None, text
         summary=summary_markdown(result),
         importance=importance_chart(result),
         agreement=gr.update(value=result.agreement.round(4), visible=True),
-        grounding=gr.update(value=None if grounding is None else grounding.round(4), visible=grounding is not None),
+        grounding=gr.update(value=None if grounding is None else grounding.round(4), visible=grounding is not None,
+                            label=grounding_label(result)),
         heads=heads,
         files=_export(result),
     )
@@ -382,7 +396,7 @@ def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, abou
                       visible=False, elem_id="analyze-agreement", interactive=False)
     with gr.Accordion("Published numbers to compare with", open=False):
         gr.Markdown(PUBLISHED)
-    grounding = Table(label="Grounding: pointing game (vit-shapes) / alignment accuracy (seq2seq)",
+    grounding = Table(label="Grounding",
                              visible=False, interactive=False, elem_id="analyze-grounding")
     heads = Chart(label="Layer x head: attention maps and entropy", elem_id="analyze-heads")
     files = gr.File(label="Export: CSV and JSON of everything shown", file_count="multiple", elem_id="analyze-files")

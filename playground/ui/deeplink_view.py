@@ -62,13 +62,20 @@ def link_query(preset_name: str | None, toml_text: str | None) -> str:
     """The query string for the Train tab as it is now (empty when its TOML does not parse)."""
     from playground.config import list_presets, load_preset, parse_preset
     from playground.errors import PlaygroundError
+    from playground.training.config import preset_to_toml
+    from playground.ui import train_tab
 
     try:
         current = parse_preset(toml_text or "", name=preset_name or "custom")
         original = load_preset(preset_name, allow_paths=False) if preset_name in list_presets() else None
+        shown = None
+        if original is not None:  # the preset with every form field at the value the form first showed
+            text = preset_to_toml(original)
+            values = [u.get("value") for u in train_tab.form_updates(text)]
+            shown = parse_preset(train_tab.apply_form(text, values, strict=False), name=original.name)
     except PlaygroundError:
         return ""
-    return exercise_query(preset_name if original is not None else None, current, original)
+    return exercise_query(preset_name if original is not None else None, current, original, shown)
 
 
 def wire(app: gr.Blocks, ctx: Any, notify: Callable[[str], Any] = gr.Warning) -> None:
@@ -109,11 +116,10 @@ def wire(app: gr.Blocks, ctx: Any, notify: Callable[[str], Any] = gr.Warning) ->
 
     train_tab = found.get("tab-train")
     if train_tab is not None:
-        with train_tab:
-            with gr.Accordion("Share this exercise", open=False):
-                make = gr.Button("Link to this exercise", size="sm", elem_id="train-link-make")
-                link = gr.Textbox(label="Link (the preset and the settings changed from it)", buttons=["copy"],
-                                  interactive=False, elem_id="train-link")
+        with train_tab, gr.Accordion("Share this exercise", open=False):
+            make = gr.Button("Link to this exercise", size="sm", elem_id="train-link-make")
+            link = gr.Textbox(label="Link (the preset and the settings changed from it)", buttons=["copy"],
+                              interactive=False, elem_id="train-link")
         make.click(link_query, [preset, toml], [link], queue=False, api_name="train_link",
                    api_visibility="undocumented").then(None, [link], [link], js=LINK_JS, queue=False)
 

@@ -121,6 +121,7 @@ class ModelView(Updates):
     routing_plot: Any = dataclasses.field(default_factory=lambda: gr.update(value=None, visible=False))  # expert load
     context: Any = dataclasses.field(default_factory=lambda: gr.update(visible=False))  # window / extend past block_size
     length_box: Any = dataclasses.field(default_factory=lambda: gr.update(visible=False))  # loss per position
+    routing_csv: Any = dataclasses.field(default_factory=lambda: gr.update(value=None, visible=False))  # MoE only
 
 
 def _no_view(info: str, prompt: Any, gen_btn: Any, max_new: Any) -> ModelView:
@@ -165,6 +166,7 @@ def select_model(env: Env, name: str | None) -> ModelView:
         stats="",
         result_image=gr.update(value=None, visible=controls.shows_image),
         routing_plot=gr.update(value=None, visible=_generator(bundle).shows_routing(bundle)),
+        routing_csv=gr.update(value=None, visible=_generator(bundle).shows_routing(bundle)),
         context=gr.update(visible=controls.context_modes, value="window", info=_context_info(bundle)),
         length_box=gr.update(visible=controls.context_modes),
     )
@@ -578,7 +580,7 @@ def build(ctx: AppContext) -> None:
                 dist_csv = gr.DownloadButton("Distribution CSV", size="sm", elem_id="generate-dist-csv")
                 table_csv = gr.DownloadButton("Tokens CSV", size="sm")
                 align_csv = gr.DownloadButton("Alignment / classes CSV", size="sm")
-                routing_csv = gr.DownloadButton("Expert routing CSV", size="sm")
+                routing_csv = gr.DownloadButton("Expert routing CSV", size="sm", visible=False)  # MoE models only
     result = gr.State(None)
 
     ctx.on_workspace_change(with_env(refresh_models), [model], [model], api_name="generate_models")
@@ -588,7 +590,7 @@ def build(ctx: AppContext) -> None:
                        gen_btn=gen_btn, classify_btn=classify_btn, sample=sample, dist_plot=dist_plot,
                        align_plot=align_plot, class_plot=class_plot, output=output, table=table, result=result,
                        picker=picker, max_new=max_new, stats=stats, result_image=result_image,
-                       routing_plot=routing_plot, context=context, length_box=length_box),
+                       routing_plot=routing_plot, context=context, length_box=length_box, routing_csv=routing_csv),
         api_name="generate_select_model", show_progress="minimal", show_progress_on=[info],
     )
     sample.input(U(pick_sample), [ctx.user, model, sample], [prompt, image],

@@ -50,18 +50,15 @@ class Table(gr.Dataframe):
     """gr.Dataframe that shows floats with 4 significant digits (`round_sig`) and, empty, a blank
     header instead of "1 | 2 | 3"; same arguments."""
 
-    def __init__(self, value: Any = None, *args: Any, **kwargs: Any) -> None:
-        self.blank_when_empty = value is None and kwargs.get("headers") is None
-        super().__init__(BLANK if self.blank_when_empty else value, *args, **kwargs)
-
     def get_block_name(self) -> str:
         """Drawn by gr.Dataframe's frontend (a subclass's own name has none: it would not show)."""
         return "dataframe"
 
     def postprocess(self, value: Any) -> Any:
         """Round a pandas frame's floats for display, then let gr.Dataframe do the rest."""
-        if value is None and self.blank_when_empty:
-            value = BLANK
+        if value is None and self.headers == [str(i) for i in range(1, len(self.headers) + 1)]:
+            value = BLANK  # no value and gradio's made-up headers (a subclass may not change the
+            # constructor's signature: gradio builds the browser's config from it)
         if isinstance(value, pd.DataFrame):
             value = round_sig(value)
         return super().postprocess(value)

@@ -319,7 +319,9 @@ def compare_handler(workspace: Workspace, name_a: str | None, name_b: str | None
                     caps: DemoCaps | None = None):
     """Two saved tokenizers on the same text: summary, chart, words split differently, both span views."""
     if not name_a or not name_b:
-        raise DataError("Pick two saved tokenizers to compare.")
+        raise DataError("Pick two saved tokenizers to compare (build one above and Save it to have a second).")
+    if name_a == name_b:
+        raise DataError(f"A and B are both {name_a!r}: pick two different tokenizers to compare.")
     check_text(text or "", "max_encode_chars", caps, "The text to compare")
     a, b = store.load(workspace, name_a), store.load(workspace, name_b)
     result = compare(a.tokenizer, b.tokenizer, text or "", (name_a, name_b))
@@ -349,7 +351,9 @@ def load_handler(workspace: Workspace, name: str | None, state: dict | None) -> 
 def refresh_saved(workspace: Workspace, current: str | None, a: str | None, b: str | None):
     """Saved tokenizer choices for the load and compare dropdowns (keeping current values)."""
     names = workspace.names("tokenizers")
-    second = b if b in names else (names[1] if len(names) > 1 else (names[0] if names else None))
+    first = a if a in names else (names[0] if names else None)
+    # B starts on another tokenizer than A; with one saved there is none to compare with yet.
+    second = b if b in names and b != first else next((n for n in names if n != first), None)
     return choices_update(names, current), choices_update(names, a), gr.update(choices=names, value=second)
 
 

@@ -48,10 +48,10 @@ def tab_button(driver, label: str):
 
 
 def text_of(driver, css: str) -> str:
-    """The visible text of every element matching `css`, joined by spaces."""
-    from selenium.webdriver.common.by import By
-
-    return " ".join(e.text for e in driver.find_elements(By.CSS_SELECTOR, css))
+    """The visible text of every element matching `css`, joined by spaces (read in one script: an
+    element gradio re-renders between a lookup and a read would be stale)."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll(arguments[0])].map(e => e.innerText || '').join(' ')", css)
 
 
 def open_app(driver, url: str, timeout: float = 60):

@@ -29,13 +29,16 @@ def laptop():
 
 def shown(driver, elem_id: str) -> bool:
     """Whether the element with this id is on the page and displayed (gradio may drop a hidden one)."""
-    return any(e.is_displayed() for e in driver.find_elements("id", elem_id))
+    return driver.execute_script("const e = document.getElementById(arguments[0]);"
+                                 "return !!e && e.getClientRects().length > 0 && getComputedStyle(e).visibility !== 'hidden';",
+                                 elem_id)
 
 
 def _lesson_tabs(driver) -> list[tuple[str, str]]:
     """(label, button id) of every lesson tab button, left to right."""
-    return [(b.text.strip(), b.get_attribute("id"))
-            for b in driver.find_elements("css selector", "#lessons-tabs button[role='tab']")]
+    return [tuple(pair) for pair in driver.execute_script(
+        "return [...document.querySelectorAll(\"#lessons-tabs button[role='tab']\")]"
+        ".map(b => [b.innerText.trim(), b.id]);")]
 
 
 def test_lesson_tabs_open_left_to_right(laptop, app_server):
@@ -55,8 +58,8 @@ def test_lesson_tabs_open_left_to_right(laptop, app_server):
         panel = laptop.find_element(By.ID, button_id.removesuffix("-button"))
         wait.until(lambda d, p=panel: p.is_displayed())
         assert _lesson_tabs(laptop) == tabs, f"after clicking {label!r} the tabs read {_lesson_tabs(laptop)}"
-        selected = [b.text for b in laptop.find_elements(By.CSS_SELECTOR, "#lessons-tabs button[aria-selected='true']")]
-        assert selected == [label]
+        selected = text_of(laptop, "#lessons-tabs button[aria-selected='true']")
+        assert selected == label
     wait.until(lambda d: "Claim" in text_of(d, "#lesson-tab-claims"))
 
 
@@ -208,3 +211,57 @@ def test_main_buttons_inside_a_laptop_window(laptop, app_server):
     wait.until(lambda d: "nanogpt-cpu-fast" in text_of(d, "#train-description"))
     inside, bottom = _in_window(laptop, "train-start")
     assert inside, f"under nanogpt-cpu-fast, Start ends at y={bottom:.0f}, below the window"
+
+
+# Every chart shown in the page: (its box id or label, the box's inner width, the drawn chart's width).
+CHART_WIDTHS_JS = """return [...document.querySelectorAll('[data-testid="altair"]')].filter(a => a.offsetParent).map(a => {
+  const drawn = a.querySelector('.vega-embed > svg, .vega-embed > canvas');
+  const block = a.closest('.block');
+  const name = block ? (block.id || (block.querySelector('label') || {}).innerText || '?') : '?';
+  return [name.trim().slice(0, 60), a.clientWidth, drawn ? drawn.getBoundingClientRect().width : 0];
+});"""
+
+
+def _charts(driver) -> list[tuple[str, float, float]]:
+    return driver.execute_script(CHART_WIDTHS_JS)
+
+
+def _too_wide(driver) -> list[str]:
+    return [f"{name}: {drawn:.0f} px in a {box:.0f} px box" for name, box, drawn in _charts(driver) if drawn > box + 1]
+
+
+def test_no_chart_wider_than_its_box_at_1366(laptop, app_server):
+    """Every lesson's charts (the two-panel Block-parts ones included), Generate's distribution and
+    a text classifier's importance strips are drawn no wider than their boxes in a 1366 px window."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    slow = WebDriverWait(laptop, 180)
+    wait = open_app(laptop, app_server.url)
+    open_tab(laptop, wait, "Lessons")
+    wait.until(lambda d: len(_lesson_tabs(d)) > 2)
+    too_wide: list[str] = []
+    seen = 0
+    for label, button_id in _lesson_tabs(laptop):
+        laptop.find_element(By.ID, button_id).click()
+        wait.until(lambda d, b=button_id: d.find_element(By.ID, b).get_attribute("aria-selected") == "true")
+        # drawn: every chart box shown has its chart (a lesson computes when its tab opens)
+        slow.until(lambda d: _charts(d) and all(drawn > 50 for _, _, drawn in _charts(d)))
+        seen += len(_charts(laptop))
+        too_wide += [f"{label} / {t}" for t in _too_wide(laptop)]
+    open_tab(laptop, wait, "Generate")
+    slow.until(lambda d: any(name == "generate-dist" and drawn > 50 for name, _, drawn in _charts(d)))
+    too_wide += _too_wide(laptop)
+    open_tab(laptop, wait, "Analyze")
+    choose(laptop, wait, "analyze-model", "textclf-reviews-bilstm-additive")
+    wait.until(lambda d: "Text classifier" in text_of(d, "#analyze-about"))
+    offered = text_of(laptop, "#analyze-methods")  # a J&W classifier has one attention layer: nothing to roll out
+    assert "saliency" in offered and not {"rollout", "flow", "relevancy"} & set(offered.split()), offered
+    text = next(t for t in laptop.find_elements(By.CSS_SELECTOR, "#analyze-text textarea") if t.is_displayed())
+    text.send_keys("a wonderful film with excellent acting and a moving story")
+    laptop.find_element(By.ID, "analyze-run").click()
+    slow.until(lambda d: "Target" in text_of(d, "#analyze-summary"))
+    slow.until(lambda d: any(name == "analyze-importance" and drawn > 50 for name, _, drawn in _charts(d)))
+    too_wide += _too_wide(laptop)
+    assert seen >= 15, f"only {seen} lesson charts were drawn"
+    assert too_wide == [], too_wide

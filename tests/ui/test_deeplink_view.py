@@ -80,6 +80,28 @@ def test_link_button_writes_the_query(built):
     assert link_query("nanogpt-cpu-tiny", "not = [toml") == ""
 
 
+@pytest.mark.parametrize("name", ["nanogpt-cpu-tiny", "textclf-reviews-bilstm-additive", "vit-digits",
+                                  "seq2seq-dates-bahdanau"])
+def test_the_link_names_only_what_the_user_changed(name):
+    """The form writes every field into the TOML when one is left, the preset's omitted ones at the
+    defaults it showed: the link lists none of those, only the field the user edited."""
+    from playground.ui import train_tab
+
+    text, _, _, *form = train_tab.preset_selected(name)
+    values = [u.get("value") for u in form]
+    assert link_query(name, train_tab.sync_form(text, None, *values)) == f"?tab=train&preset={name}"
+    values[[f.key for f in train_tab.FORM_FIELDS].index("train.max_steps")] = 123
+    assert link_query(name, train_tab.sync_form(text, None, *values)) == \
+        f"?tab=train&preset={name}&set=train.max_steps=123"
+
+
+def test_every_tab_of_the_app_can_be_linked():
+    from playground.deeplink import TAB_IDS
+    from playground.ui.app import TABS
+
+    assert set(TAB_IDS) == {tab_id for tab_id, _, _ in TABS}
+
+
 def test_deep_link_over_http(app_server):
     """Browser-free end to end: the load endpoint reads the query of the request that calls it."""
     import httpx

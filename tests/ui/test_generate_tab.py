@@ -80,7 +80,8 @@ def test_select_model_adapts_controls(env, workspace):
     assert not vit.max_new["visible"] and gpt.max_new["visible"]  # max new tokens only for text models
     assert vit.stats == gpt.stats == select_model(env, None).stats == ""  # the previous model's stats line goes
     assert len(vit.sample["choices"]) == 20  # digits validation images, rebuilt from the seed
-    assert len(vit.values()) == len(dataclasses.fields(vit)) == 21  # what gradio gets, in wired order
+    assert len(vit.values()) == len(dataclasses.fields(vit)) == 22  # what gradio gets, in wired order
+    assert not gpt.routing_csv["visible"] and not vit.routing_csv["visible"]  # expert routing: MoE models only
     assert gpt.context["visible"] and gpt.length_box["visible"]  # window / extend and the loss per position: GPT only
     assert not vit.context["visible"] and not s2s.context["visible"] and not s2s.length_box["visible"]
     _, image = pick_sample(env, "v", vit.sample["choices"][0])

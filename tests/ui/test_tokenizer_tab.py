@@ -85,6 +85,19 @@ def test_save_returns_next_version_and_lists_the_name(workspace, built_state):
     assert summary.startswith("**tab-bpe**")
 
 
+def test_compare_starts_on_two_different_tokenizers(workspace, built_state):
+    """With one saved tokenizer B stays empty (nothing to compare with yet); with two, A and B
+    differ; the same tokenizer twice is refused with a message."""
+    tab.save_handler(workspace, built_state, "one", False, 0)
+    _, a, b = tab.refresh_saved(workspace, None, None, None)
+    assert a["value"] == "one" and b["value"] is None
+    tab.save_handler(workspace, built_state, "two", False, 1)
+    _, a, b = tab.refresh_saved(workspace, None, None, None)
+    assert {a["value"], b["value"]} == {"one", "two"}
+    with pytest.raises(gr.Error, match="two different"):
+        tab.compare_handler(workspace, "one", "one", "some text")
+
+
 @pytest.mark.parametrize("bad", ["a/b", "..", "../x", "", "with space"])
 def test_save_with_a_bad_name_is_a_clear_error_and_changes_nothing(workspace, built_state, bad):
     before = _files(workspace.root)

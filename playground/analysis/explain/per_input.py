@@ -212,9 +212,11 @@ def _clean(obj: Any) -> Any:
     return obj
 
 
-def supported_methods(family: str) -> list[str]:
-    """Methods that apply to a family (the others are skipped with a note)."""
-    unavailable = get_family(family).explainer.unavailable
+def supported_methods(family: str, config: Any = None) -> list[str]:
+    """Methods that apply to a family, or to a model of `config` in it (the others are skipped
+    with a note)."""
+    explainer = get_family(family).explainer
+    unavailable = explainer.unavailable if config is None else explainer.unavailable_for(config)
     return [m for m in METHODS if m not in unavailable]
 
 

@@ -36,6 +36,11 @@ JW_SKIPS = frozenset({"rollout", "flow", "relevancy"})  # one attention layer ov
 MEAN_POOL_SKIPS = frozenset({"flow", "norm", "attention_grad", "attention_grad_only"})  # need one query row
 
 
+def variant_of(config: Any) -> str:
+    """The explainer variant of a text classifier's config: "jw", "cls" or "mean"."""
+    return "jw" if config.uses_attention_layer else config.pool
+
+
 class TextClassifierExplainer(FamilyExplainer):
     """F = log p(target class); the units are the tokens (``query.inputs`` [B,T] ids).
 
@@ -64,8 +69,11 @@ class TextClassifierExplainer(FamilyExplainer):
 
     def for_model(self, model: nn.Module) -> TextClassifierExplainer:
         """The variant that fits ``model`` (J&W attention layer, or transformer CLS / mean pooling)."""
-        c = model.config
-        return TextClassifierExplainer("jw" if c.uses_attention_layer else c.pool)
+        return TextClassifierExplainer(variant_of(model.config))
+
+    def unavailable_for(self, config: Any) -> frozenset[str]:
+        """A J&W model has one attention layer (nothing to roll out); mean pooling has no query row."""
+        return frozenset(TextClassifierExplainer(variant_of(config)).unavailable)
 
     # -- F -------------------------------------------------------------------------------
     def check(self, query: Query) -> None:
