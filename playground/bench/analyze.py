@@ -59,24 +59,22 @@ def _best(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
     return best, out
 
 
-def ours(model: torch.nn.Module, ids: torch.Tensor, target: int, steps: int, repeats: int) -> dict[str, Any]:
-    """Time each of our methods; returns seconds per method plus the IG and LOO vectors."""
-    from playground.analysis.explain import attention as am
-    from playground.analysis.explain import attributions as at
+def gpt_query(model: torch.nn.Module, ids: torch.Tensor, target: int) -> Any:
+    """The analyzer's query for the next token `target` after `ids` [1,T] on one of our GPTs."""
     from playground.analysis.query import Query
     from playground.families import get_family
 
     gpt = get_family("gpt")
     T = ids.shape[1]
-    q = Query(model, gpt.explainer, ids, torch.tensor([target], device=ids.device), gpt.input_embedding(model),
-              positions=torch.tensor([T - 1], device=ids.device), baselines=torch.full_like(ids, BASELINE_ID),
-              pad_id=BASELINE_ID)
-    times: dict[str, float] = {}
-    times["record"], rec = _best(lambda: am.record(q), repeats)
-    times["attention"], _ = _best(lambda: am.attention(q, rec), repeats)
-    times["rollout"], _ = _best(lambda: am.rollout(q, rec), repeats)
-    times["ig"], ig = _best(lambda: at.integrated_gradients(q, steps, auto_steps=False), repeats)
-    times["loo"], loo = _best(lambda: at.leave_one_out(q, "replace"), repeats)
+    return Query(model, gpt.explainer, ids, torch.tensor([target], device=ids.device), gpt.input_embedding(model),
+                 positions=torch.tensor([T - 1], device=ids.device), baselines=torch.full_like(ids, BASELINE_ID),
+                 pad_id=BASELINE_ID)
+
+
+def whole_analysis(q: Any, steps: int) -> Callable[[], None]:
+    """Our per-input set on one query, as the app runs it: attention + rollout + IG + LOO."""
+    from playground.analysis.explain import attention as am
+    from playground.analysis.explain import attributions as at
 
     def whole() -> None:
         r = am.record(q)
@@ -85,8 +83,23 @@ def ours(model: torch.nn.Module, ids: torch.Tensor, target: int, steps: int, rep
         at.integrated_gradients(q, steps, auto_steps=False)
         at.leave_one_out(q, "replace")
 
+    return whole
+
+
+def ours(model: torch.nn.Module, ids: torch.Tensor, target: int, steps: int, repeats: int) -> dict[str, Any]:
+    """Time each of our methods; returns seconds per method plus the IG and LOO vectors."""
+    from playground.analysis.explain import attention as am
+    from playground.analysis.explain import attributions as at
+
+    q = gpt_query(model, ids, target)
+    times: dict[str, float] = {}
+    times["record"], rec = _best(lambda: am.record(q), repeats)
+    times["attention"], _ = _best(lambda: am.attention(q, rec), repeats)
+    times["rollout"], _ = _best(lambda: am.rollout(q, rec), repeats)
+    times["ig"], ig = _best(lambda: at.integrated_gradients(q, steps, auto_steps=False), repeats)
+    times["loo"], loo = _best(lambda: at.leave_one_out(q, "replace"), repeats)
     return {"times": times, "ig": ig.values[0].cpu(), "ig_delta": float(ig.delta[0]),
-            "ig_ok": bool(ig.converged[0]), "loo": loo.values[0].cpu(), "whole": whole}
+            "ig_ok": bool(ig.converged[0]), "loo": loo.values[0].cpu(), "whole": whole_analysis(q, steps)}
 
 
 def peer(model: torch.nn.Module, ids: torch.Tensor, target: int, steps: int, repeats: int) -> dict[str, Any]:

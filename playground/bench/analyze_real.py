@@ -26,31 +26,14 @@ from typing import Any
 
 import torch
 
-from playground.bench.analyze import BASELINE_ID
+from playground.bench.analyze import BASELINE_ID, gpt_query, whole_analysis
 
 GPT2_SMALL = {"vocab_size": 50257, "block_size": 1024, "n_layer": 12, "n_head": 12, "d_model": 768}
 
 
 def ours_whole(model: torch.nn.Module, ids: torch.Tensor, target: int, steps: int) -> Callable[[], None]:
     """Our set: attention + rollout + IG + LOO on the playground's GPT."""
-    from playground.analysis.explain import attention as am
-    from playground.analysis.explain import attributions as at
-    from playground.analysis.query import Query
-    from playground.families import get_family
-
-    gpt = get_family("gpt")
-    T = ids.shape[1]
-    q = Query(model, gpt.explainer, ids, torch.tensor([target]), gpt.input_embedding(model),
-              positions=torch.tensor([T - 1]), baselines=torch.full_like(ids, BASELINE_ID), pad_id=BASELINE_ID)
-
-    def whole() -> None:
-        r = am.record(q)
-        am.attention(q, r)
-        am.rollout(q, r)
-        at.integrated_gradients(q, steps, auto_steps=False)
-        at.leave_one_out(q, "replace")
-
-    return whole
+    return whole_analysis(gpt_query(model, ids, target), steps)
 
 
 def captum_whole(hf: Any, ids: torch.Tensor, target: int, steps: int) -> Callable[[], None]:
