@@ -89,6 +89,9 @@ class Source:
         return data
 
 
+MAX_HUB_ID = 96  # huggingface_hub's validate_repo_id refuses longer ids
+
+
 def open_source(source: str, *, allow_paths: bool = True, cache_dir: str | Path | None = None,
                 offline: bool | None = None, revision: str | None = None) -> Source:
     """A local folder (when ``allow_paths``: the CLI) or a Hub id; PlaygroundError saying which was expected."""
@@ -102,6 +105,9 @@ def open_source(source: str, *, allow_paths: bool = True, cache_dir: str | Path 
             return Source(label=path.name, folder=path.resolve())
         if path.exists() or text.startswith((".", "/", "~")) or os.sep in text and text.count("/") > 1:
             raise NotFoundError(f"{text!r} is not a folder; give a folder written by save_pretrained or a Hub model id.")
+    if len(text) > MAX_HUB_ID:
+        raise ConfigError(f"{text[:40]!r}… ({len(text):,} characters) is not a Hugging Face model id: "
+                          f"ids are at most {MAX_HUB_ID} characters (like gpt2 or google/vit-base-patch16-224).")
     if not HUB_ID.match(text) or ".." in text:
         raise ConfigError(f"{text!r} is not a Hugging Face model id (like gpt2 or google/vit-base-patch16-224)."
                           + ("" if allow_paths else " Here only Hub ids and your uploads are accepted, not server paths."))

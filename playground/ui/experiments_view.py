@@ -101,10 +101,12 @@ def module_update(workspace: Any, settings: Any, checkpoint: str | None) -> dict
     return gr.update(choices=names, value=names[0] if names else None)
 
 
-def count_field(value: Any, what: str, default: int | None = None) -> Any:
+def count_field(value: Any, what: str, default: int | None = None, zero_is_empty: bool = False) -> Any:
     """A count typed in a field: a whole number >= 1, or `default` when the field is empty
-    (0 or a negative number is refused, not read as "the default" or as 1)."""
-    if value is None or value == "":
+    (0 or a negative number is refused, not read as "the default" or as 1). `zero_is_empty`: a
+    field whose label says 0 means its default (gradio's number box turns an emptied or
+    never-filled value into 0 once its accordion opens)."""
+    if value is None or value == "" or (zero_is_empty and value == 0 and not isinstance(value, bool)):
         return default
     if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
             or value != int(value) or value < 1):
@@ -132,7 +134,7 @@ def build_options(settings: Any, n: float, seed: float, module: str | None, head
         n_perm=count_field(n_perm, "Permutations per example", 100), k=count_field(k, "Adversaries per example", 5),
         epsilon=eps, steps=count_field(steps, "Optimisation steps", DEFAULT_STEPS),
         views=tuple(views or ()), references=tuple(references or ()), methods=tuple(methods) if methods else None,
-        level=level or "attention", seeds=parse_ints(seeds), retrain_steps=count_field(retrain_steps, "Retrain steps"),
+        level=level or "attention", seeds=parse_ints(seeds), retrain_steps=count_field(retrain_steps, "Retrain steps", zero_is_empty=True),
         device=settings.resolved_device, max_steps_cap=caps.max_train_steps, float64=bool(float64),
         label_randomisation=bool(label_randomisation),
     )
@@ -363,7 +365,7 @@ def retrain_uniform(workspace: Any, settings: Any, checkpoint: str | None, retra
         iter_retrain_uniform,
     )
 
-    steps = count_field(retrain_steps, "Retrain steps")
+    steps = count_field(retrain_steps, "Retrain steps", zero_is_empty=True)
     bundle = _load(workspace, settings, checkpoint)
     opts = ExperimentOptions(retrain_steps=steps,
                              device=settings.resolved_device, max_steps_cap=settings.caps.max_train_steps)
@@ -435,7 +437,7 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None, tab: gr.Tab | 
                              info="attention: zero the weights and renormalise (S&S); input: replace by the baseline")
         with gr.Row():
             seeds = gr.Textbox(value="1,2", label="Extra training seeds (seed variance)", info=hint("max_extra_seeds"))
-            retrain_steps = gr.Number(value=None, precision=0, label="Retrain steps (empty = the preset's)",
+            retrain_steps = gr.Number(value=None, precision=0, label="Retrain steps (empty or 0 = the preset's)",
                                       info=hint("max_train_steps"))
         with gr.Row():
             float64 = gr.Checkbox(value=False, label="Double precision (float64)", elem_id="exp-float64",
@@ -476,7 +478,8 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None, tab: gr.Tab | 
     checkpoint.change(ctx.per_user(module_update, st), [ctx.user, checkpoint], [module],
                       api_name="experiments_modules", queue=False)
     checkpoint.change(cleared, None, results, queue=False, show_progress="hidden", api_visibility="private")
-    experiment.input(default_n, [experiment], [n], queue=False, show_progress="hidden", api_visibility="private")
+    n_defaulted = experiment.input(default_n, [experiment], [n], queue=False, show_progress="hidden",
+                                   api_visibility="private")
 
     options_in = [checkpoint, experiment, n, seed, module, heads, epsilon, n_perm, steps, k, views, references, methods,
                   level, seeds, retrain_steps]
@@ -493,6 +496,9 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None, tab: gr.Tab | 
     if tab is not None:
         tab.select(lambda: True, None, [opened], queue=False, show_progress="hidden", api_visibility="private").then(
             estimate_fn, api_visibility="private", **estimate_io)
+    # n redraws on release (no estimate of a half-typed count); an experiment's own default count,
+    # which sets n without a release, is estimated once it is in
+    n_defaulted.then(estimate_fn, api_visibility="private", **estimate_io)
     gr.on([experiment.change, module.change, n.release, steps.change, k.change, n_perm.change, heads.change,
            seed.change], estimate_fn, trigger_mode="always_last", api_visibility="private",  # a page helper only
           **estimate_io)

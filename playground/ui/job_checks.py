@@ -26,7 +26,7 @@ def check_run(toml_text: str | None, settings: Settings) -> None:
     if not toml_text or not toml_text.strip():
         raise PlaygroundError("The preset is empty: choose a preset first.")
     preset = parse_preset(toml_text, name="custom")
-    spec = resolve_run(preset)  # typed sections, FULL_CAPS
+    spec = resolve_run(preset, {}, settings.caps, check_steps=False)  # typed sections, against the caps in force
     check_run_sizes(spec, settings.caps, check_steps=False)
     if settings.zerogpu:  # not one step in an anonymous visitor's GPU quota: refused here, not on the GPU
         check_plan(planned_training(preset, settings.caps.max_train_steps, None))

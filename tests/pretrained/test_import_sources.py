@@ -174,3 +174,14 @@ def test_an_existing_name_is_not_overwritten(saved: dict[str, Saved], tmp_path: 
     with pytest.raises(PlaygroundError, match="already exists"):
         import_pretrained(str(saved["ViTForImageClassification"].folder), ws, "vit")
     assert load_bundle(ws.path("models", "vit")).class_names == ["cat", "dog"]
+
+
+def test_an_overlong_hub_id_is_refused_before_huggingface_hub_sees_it():
+    import pytest
+
+    from playground.errors import ConfigError
+    from playground.pretrained.sources import open_source
+
+    with pytest.raises(ConfigError, match="at most 96 characters") as err:
+        open_source("x" * 1_000_000, allow_paths=False)
+    assert len(str(err.value)) < 200

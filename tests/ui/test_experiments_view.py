@@ -198,3 +198,21 @@ def test_estimate_line_before_a_run(env):
     text, calib = view.estimate(ws, settings, "tiny", "uniform", *args.values())
     assert text == view.NO_ESTIMATE and calib is None
     assert "Pick a checkpoint" in view.estimate(ws, settings, None, "permutation", *args.values())[0]
+
+
+def test_retrain_steps_of_0_mean_the_presets_and_other_counts_refuse_0():
+    """gradio's number box sends 0 for the empty Retrain steps once Options open: its label says
+    0 is the preset's; a count whose 0 means nothing (examples, permutations) still refuses it."""
+    import pytest
+
+    from playground.errors import PlaygroundError
+    from playground.ui.experiments_view import count_field
+
+    assert count_field(0, "Retrain steps", zero_is_empty=True) is None
+    assert count_field(None, "Retrain steps", zero_is_empty=True) is None
+    assert count_field(30, "Retrain steps", zero_is_empty=True) == 30
+    for bad in (-5, 2.5):
+        with pytest.raises(PlaygroundError, match="at least 1"):
+            count_field(bad, "Retrain steps", zero_is_empty=True)
+    with pytest.raises(PlaygroundError, match="at least 1"):
+        count_field(0, "Permutations", default=100)

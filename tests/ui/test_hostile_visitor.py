@@ -41,7 +41,8 @@ def demo_server(tmp_path_factory) -> Iterator[RunningApp]:
     from tests.ui.test_generate_tab import _save_gpt
 
     with serve_app(tmp_path_factory, "hostile", demo=True, prepare_library=lambda ws: _save_gpt(ws, "tiny-gpt"),
-                   heavy_slots=1, max_space_mb=1.0, max_job_s=TIME_CAP_S) as running:
+                   heavy_slots=1, max_space_mb=1.0, max_job_s=TIME_CAP_S,
+                   max_train_steps=20_000) as running:  # LONG_TOML's steps stand: a run outlasts the time cap
         yield running
 
 

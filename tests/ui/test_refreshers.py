@@ -90,9 +90,12 @@ def test_each_refresher_runs_on_save_and_on_its_own_tab(tmp_path):
     # the app's own tabs, but Lessons: it and its inner tabs compute a lesson when opened (not refreshers)
     top = {i for i, elem_id in tabs.items() if (elem_id or "").startswith("tab-") and elem_id != "tab-lessons"}
     on_tab = [d for d in private if [t[1] for t in d["targets"]] == ["select"] and d["targets"][0][0] in top]
-    assert len(on_tab) == 6  # tokenizers saved, Train's tokenizers and runs, Generate, Analyze, My space
+    # tokenizers saved, Train's tokenizers and runs, Generate and its second model, Analyze and its
+    # second model, My space
+    assert len(on_tab) == 8
     assert sorted(tabs[d["targets"][0][0]] for d in on_tab) == [
-        "tab-analyze", "tab-generate", "tab-space", "tab-tokenizer", "tab-train", "tab-train"]
+        "tab-analyze", "tab-analyze", "tab-generate", "tab-generate", "tab-space", "tab-tokenizer", "tab-train",
+        "tab-train"]
     memos = set()
     for dep in on_tab:
         assert ids[dep["outputs"][-1]]["type"] == "state" and dep["inputs"][-1] == dep["outputs"][-1]  # the memo
