@@ -124,7 +124,7 @@ def test_batched_muon_makes_torch_muons_update():
         ours.step()
         ref.step()
     for p, q in zip(a, b):
-        assert torch.allclose(p, q, atol=2e-2)  # both orthogonalise in bf16
+        assert torch.allclose(p, q, atol=2e-2)  # torch's in bf16, ours in float32 on a CPU: bf16's rounding apart
         assert (p - q).abs().mean() < 2e-3
     assert set(ours.state[a[0]]) == set(ref.state[b[0]]) == {"momentum_buffer"}
 
