@@ -29,9 +29,10 @@ from typing import Any
 
 import torch
 
+from playground.bench.analysis_query import BASELINE_ID, gpt_query, whole_analysis
+
 SIZE = {"n_layer": 4, "n_head": 4, "d_model": 128, "block_size": 128}
 VOCAB = 65
-BASELINE_ID = 0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -57,33 +58,6 @@ def _best(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
         out = fn()
         best = min(best, time.perf_counter() - t0)
     return best, out
-
-
-def gpt_query(model: torch.nn.Module, ids: torch.Tensor, target: int) -> Any:
-    """The analyzer's query for the next token `target` after `ids` [1,T] on one of our GPTs."""
-    from playground.analysis.query import Query
-    from playground.families import get_family
-
-    gpt = get_family("gpt")
-    T = ids.shape[1]
-    return Query(model, gpt.explainer, ids, torch.tensor([target], device=ids.device), gpt.input_embedding(model),
-                 positions=torch.tensor([T - 1], device=ids.device), baselines=torch.full_like(ids, BASELINE_ID),
-                 pad_id=BASELINE_ID)
-
-
-def whole_analysis(q: Any, steps: int) -> Callable[[], None]:
-    """Our per-input set on one query, as the app runs it: attention + rollout + IG + LOO."""
-    from playground.analysis.explain import attention as am
-    from playground.analysis.explain import attributions as at
-
-    def whole() -> None:
-        r = am.record(q)
-        am.attention(q, r)
-        am.rollout(q, r)
-        at.integrated_gradients(q, steps, auto_steps=False)
-        at.leave_one_out(q, "replace")
-
-    return whole
 
 
 def ours(model: torch.nn.Module, ids: torch.Tensor, target: int, steps: int, repeats: int) -> dict[str, Any]:
@@ -163,7 +137,7 @@ def alternate(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, tupl
 
 def run(args: argparse.Namespace) -> int:
     if args.model == "gpt2-sized":
-        # function-level: analyze_real imports this module (BASELINE_ID)
+        # function-level: start-up time (inseq and its imports, only for this model)
         from playground.bench.analyze_real import run_real
 
         return run_real(args)

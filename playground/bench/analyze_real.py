@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from playground.bench.analyze import BASELINE_ID, gpt_query, whole_analysis
+from playground.bench.analysis_query import BASELINE_ID, gpt_query, whole_analysis
 
 GPT2_SMALL = {"vocab_size": 50257, "block_size": 1024, "n_layer": 12, "n_head": 12, "d_model": 768}
 

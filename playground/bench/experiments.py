@@ -16,6 +16,7 @@ permutations, so they agree in distribution, not number by number).
 """
 from __future__ import annotations
 
+import argparse
 import time
 from typing import Any
 
@@ -25,7 +26,6 @@ from playground.analysis.experiments.data import lm_queries
 from playground.analysis.experiments.jain_wallace import adversarial, permutation
 from playground.analysis.query import Query
 from playground.bench import permutation_peer
-from playground.cli.analyze_experiment import register_bench as register
 from playground.families import build_model, get_family
 
 __all__ = ["bench_adversarial", "bench_permutation", "format_bench", "register"]
@@ -104,3 +104,25 @@ def format_bench(r: dict[str, Any]) -> str:
         f"(largest per-example difference {r['max_abs_median_tvd_diff']:.2e}; random permutations differ)",
     ] + ([f"adversarial search (k = 5, {a['steps']} steps): {a['per_example_s']:.2f} s per example over {a['n']} examples "
           f"(median max JSD {a['median_max_jsd']:.3f})"] if (a := r.get("adversarial")) else []))
+
+
+def register(targets: argparse._SubParsersAction) -> None:
+    """Mount the speed check as ``python -m playground bench experiments`` (a `bench` targets object)."""
+    parser = targets.add_parser("experiments", help="permutation test (ours vs the per-input building block) "
+                                                     "and adversarial search speed")
+    parser.add_argument("--n", type=int, default=200, help="examples (default 200)")
+    parser.add_argument("--n-perm", type=int, default=100, help="permutations per example (default 100)")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    parser.add_argument("--peer-n", type=int, default=None, help="examples for the peer (default: --n)")
+    parser.add_argument("--steps", type=int, default=500, help="adversarial steps; 0 skips it (default 500)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.set_defaults(func=run_bench)
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    """Print the permutation (and adversarial) speed figures."""
+    figures = bench_permutation(args.n or 200, args.n_perm, args.threads, args.peer_n, args.seed)
+    if args.steps:
+        figures["adversarial"] = bench_adversarial(3, args.steps, args.threads, args.seed)
+    print(format_bench(figures))
+    return 0

@@ -83,31 +83,6 @@ def register_experiment(subparsers: argparse._SubParsersAction) -> None:
     configure(parser)
 
 
-def register_bench(targets: argparse._SubParsersAction) -> None:
-    """Mount the speed check as ``python -m playground bench experiments`` (a `bench` targets object)."""
-    parser = targets.add_parser("experiments", help="permutation test (ours vs the per-input building block) "
-                                                     "and adversarial search speed")
-    parser.add_argument("--n", type=int, default=200, help="examples (default 200)")
-    parser.add_argument("--n-perm", type=int, default=100, help="permutations per example (default 100)")
-    parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
-    parser.add_argument("--peer-n", type=int, default=None, help="examples for the peer (default: --n)")
-    parser.add_argument("--steps", type=int, default=500, help="adversarial steps; 0 skips it (default 500)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.set_defaults(func=run_bench)
-
-
-def run_bench(args: argparse.Namespace) -> int:
-    """Print the permutation (and adversarial) speed figures."""
-    # function-level: playground.bench.experiments imports this module (cycle)
-    from playground.bench.experiments import bench_adversarial, bench_permutation, format_bench
-
-    figures = bench_permutation(args.n or 200, args.n_perm, args.threads, args.peer_n, args.seed)
-    if args.steps:
-        figures["adversarial"] = bench_adversarial(3, args.steps, args.threads, args.seed)
-    print(format_bench(figures))
-    return 0
-
-
 def _split(text: str | None) -> tuple[str, ...] | None:
     if text is None:
         return None

@@ -9,9 +9,14 @@ a measurement, our figure beside the paper's and a verdict computed from the num
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 from playground.errors import NotFoundError
 from playground.reproduce.base import Claim, ClaimProgress, ClaimResult, Verdict
 from playground.reproduce.claims import CLAIMS
+from playground.stopping import StopFlag
+from playground.workspace import Workspace
 
 
 def all_claims() -> dict[str, Claim]:
@@ -27,4 +32,11 @@ def get_claim(name: str) -> Claim:
     return claims[name]
 
 
-__all__ = ["Claim", "ClaimProgress", "ClaimResult", "Verdict", "all_claims", "get_claim"]
+def run_claim(name: str, workspace: Workspace, stop: StopFlag = None, **kwargs: Any
+              ) -> Iterator[ClaimProgress | ClaimResult]:
+    """`get_claim(name).run(workspace, stop, ...)` by name: the target a server runs in a child
+    process (playground.child.iter_in_child passes picklable arguments only)."""
+    yield from get_claim(name).run(workspace, stop, **kwargs)
+
+
+__all__ = ["Claim", "ClaimProgress", "ClaimResult", "Verdict", "all_claims", "get_claim", "run_claim"]

@@ -219,12 +219,3 @@ def save_result(result: ClaimResult, path: Path) -> Path:
     tmp.write_text(json.dumps(result.to_json(), indent=1, sort_keys=False) + "\n", encoding="utf-8")
     tmp.replace(path)
     return path
-
-
-def run_claim(name: str, workspace: Workspace, stop: StopFlag = None, **kwargs: Any
-              ) -> Iterator[ClaimProgress | ClaimResult]:
-    """`get_claim(name).run(workspace, stop, ...)` by name: the target a server runs in a child
-    process (playground.child.iter_in_child passes picklable arguments only)."""
-    from playground.reproduce import get_claim  # the registry imports this module
-
-    yield from get_claim(name).run(workspace, stop, **kwargs)

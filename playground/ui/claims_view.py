@@ -22,14 +22,14 @@ from playground.charts.reproduce import claim_chart
 from playground.child import iter_in_child
 from playground.data.policy import data_policy
 from playground.errors import PlaygroundError
-from playground.reproduce import ClaimProgress, ClaimResult, all_claims, get_claim
+from playground.reproduce import ClaimProgress, ClaimResult, all_claims, get_claim, run_claim
 from playground.ui.components import Chart
 from playground.ui.context import AppContext, user_errors
 from playground.ui.tables import Table
 from playground.ui.train_tab import progress_html
 from playground.ui.updates import Updates, plain
 
-TARGET = "playground.reproduce.base:run_claim"
+TARGET = "playground.reproduce:run_claim"
 UI_INTERVAL_S = 1.0
 
 
@@ -120,8 +120,6 @@ def rerun_claim(workspace: Any, settings: Any, name: str, quick: bool = False) -
 
 
 def _in_process(job: dict[str, Any]) -> Iterator[ClaimProgress | ClaimResult]:
-    from playground.reproduce.base import run_claim
-
     return run_claim(**job)
 
 

@@ -90,7 +90,7 @@ def test_experiment_is_a_reserved_first_word(monkeypatch, gpt_bundle, workspace)
     import playground.cli.analyze_experiment as extension
 
     # patch the real module's hook (replacing the module would hide its other names, e.g. the
-    # bench target's register_bench, from whatever imports it first during this test)
+    # bench target's registration, from whatever imports it first during this test)
     monkeypatch.setattr(extension, "configure", configure)
     assert _cli(workspace, "experiment", "tiny-gpt", "--n", "7") == 0
     assert seen["checkpoint"] == "tiny-gpt" and seen["n"] == 7
