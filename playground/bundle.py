@@ -21,6 +21,7 @@ from torch import nn
 from playground.errors import NotFoundError, PlaygroundError
 from playground.families import get_family
 from playground.models.base import ModelConfig
+from playground.models.unwrap import unwrap_model
 from playground.workspace import Workspace, write_json
 
 BUNDLE_FORMAT = 1
@@ -46,17 +47,6 @@ class Bundle:
     @property
     def metrics_path(self) -> Path:
         return self.path / "metrics.csv"
-
-
-def unwrap_model(model: nn.Module) -> nn.Module:
-    """The plain module under torch.compile (`_orig_mod`) and DDP (`module`) wrappers."""
-    while True:
-        if hasattr(model, "_orig_mod"):
-            model = model._orig_mod
-        elif isinstance(model, nn.parallel.DistributedDataParallel):
-            model = model.module
-        else:
-            return model
 
 
 def _config_dict(cfg: ModelConfig | dict[str, Any]) -> dict[str, Any]:

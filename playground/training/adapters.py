@@ -14,6 +14,7 @@ from torch import Tensor, nn
 from playground.data.policy import DataPolicy
 from playground.errors import NotFoundError
 from playground.models.base import ModelConfig
+from playground.models.unwrap import unwrap_model
 from playground.training.config import TrainConfig
 from playground.training.device import DeviceCaps
 from playground.workspace import Workspace
@@ -107,6 +108,4 @@ def resolve_tokenizer(name: str, workspace: Workspace | None) -> Tokenizer:
 
 def plain_model(model: nn.Module) -> nn.Module:
     """The model under any DDP / torch.compile wrapper."""
-    from playground.bundle import unwrap_model  # function-level: bundle imports playground.families, which imports this module (cycle)
-
     return unwrap_model(model)
