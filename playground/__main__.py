@@ -11,7 +11,8 @@ import sys
 from playground.cli import register_modules
 from playground.errors import PlaygroundError
 
-SUBCOMMANDS = ("tokenizer", "train", "generate", "analyze", "bench", "list", "export", "lesson", "reproduce", "heads", "positions", "coverage", "import_model", "patch", "lens")
+SUBCOMMANDS = ("tokenizer", "train", "generate", "analyze", "bench", "list", "export", "lesson", "reproduce", "heads", "positions",
+               "coverage", "import_model", "patch", "lens")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

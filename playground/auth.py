@@ -242,5 +242,5 @@ class LoginClients:
             CLIENT.reset(token)
 
 
-__all__ = ["CLIENT", "AuthConfigError", "LoginClients", "LoginGuard", "client_address", "hash_password", "merge_credentials", "parse_credential",
-           "read_auth_file", "secret_matches"]
+__all__ = ["CLIENT", "AuthConfigError", "LoginClients", "LoginGuard", "client_address", "hash_password", "merge_credentials",
+           "parse_credential", "read_auth_file", "secret_matches"]

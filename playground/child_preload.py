@@ -6,8 +6,8 @@ could starve for minutes behind a busy machine's other work, and the first Start
 for them. Each child lowers its own priority (playground.child.JOB_NICENESS)."""
 from __future__ import annotations
 
-import torch._dynamo  # noqa: F401  - torch.optim's constructors import it on first use (~1.8 s)
+import torch._dynamo  # noqa: F401 - torch.optim's constructors import it on first use (~1.8 s)
 
 import playground.reproduce.base
 import playground.tokenization.build_process
-import playground.training.engine  # noqa: F401  - training runs
+import playground.training.engine  # noqa: F401 - training runs

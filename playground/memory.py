@@ -26,8 +26,8 @@ def _libc() -> ctypes.CDLL | None:
         return None
     try:
         libc = ctypes.CDLL(name)
-        libc.malloc_trim  # only glibc has it
-        libc.mallopt
+        libc.malloc_trim  # noqa: B018 - the lookup raises AttributeError where only glibc has it
+        libc.mallopt  # noqa: B018 - as above
     except (OSError, AttributeError):
         return None
     return libc

@@ -143,7 +143,7 @@ class FamilyExplainer(ABC):
         """Layers one forward runs (how attributions size their chunks); 4 when the config does not say."""
         return getattr(config, "n_layer", None) or 4
 
-    def check_attention(self, query: Query, method: str) -> None:
+    def check_attention(self, query: Query, method: str) -> None:  # noqa: B027 - an optional hook: by default every method can be read
         """Raise PlaygroundError when an attention ``method`` ("flow", "norm", "relevancy") cannot
         be read for this query (e.g. no single explaining row)."""
 

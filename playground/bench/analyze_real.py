@@ -117,8 +117,9 @@ def run_real(args: argparse.Namespace, shape: dict[str, int] | None = None) -> i
     lengths = [int(x) for x in str(args.lengths).split(",") if x.strip()]
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     has_inseq = importlib.util.find_spec("inseq") is not None
-    print(f"analyze bench, gpt2-sized: {'GPT-2 small' if shape == GPT2_SMALL else 'a test'}'s shape, random weights ({model.num_parameters() / 1e6:.1f} M "
-          f"parameters), IG {args.ig_steps} steps, {args.threads} threads, best of {args.repeats} interleaved rounds "
+    print(f"analyze bench, gpt2-sized: {'GPT-2 small' if shape == GPT2_SMALL else 'a test'}'s shape, "
+          f"random weights ({model.num_parameters() / 1e6:.1f} M parameters), IG {args.ig_steps} steps, "
+          f"{args.threads} threads, best of {args.repeats} interleaved rounds "
           f"(load average {load:.1f}); inseq {'installed' if has_inseq else 'not installed'}")
     print("| tokens | ours (attention + rollout + IG + LOO) | captum (IG + LOO) | inseq (IG) | ours / captum | ours / inseq |")
     print("|---|---|---|---|---|---|")

@@ -16,7 +16,8 @@ Ours is the real engine (`playground.training.engine`) on the preset. Both are e
 character of it is predicted once, from consecutive windows of 64 (a last, shorter window takes
 the remainder), so "val <= 1.88" means the same thing for both and is no lucky draw of batches.
 (`--eval-iters N` evaluates on N fixed random batches instead, as nanoGPT's train.py estimates;
-the earlier default of 20 such batches read 1.8667 where the whole split reads 1.9005.) Each contender is timed over its training steps only (batches, forward,
+the earlier default of 20 such batches read 1.8667 where the whole split reads 1.9005.) Each contender
+is timed over its training steps only (batches, forward,
 backward, clipping, optimizer); the evaluations are not timed. The two run interleaved, 100
 steps at a time, the first of each round alternating, so a busy machine slows both alike while
 both run. Once one is there the other runs on alone under whatever load the machine has then, so
@@ -44,9 +45,10 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 THRESHOLD = 1.88
 RECIPE = {"n_layer": 4, "n_head": 4, "n_embd": 128, "block_size": 64, "batch_size": 12, "lr": 1e-3,
@@ -84,7 +86,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="where both train (default: the recipe's, cpu or cuda)")
     parser.add_argument("--max-steps", type=int, default=0,
                         help="stop each contender after this many steps (default: the preset's max_steps, and for "
-                             "nanoGPT twice its scheduled iterations (4000 on the CPU recipe): past its 2000 at min_lr, as its get_lr does, if not there yet)")
+                             "nanoGPT twice its scheduled iterations (4000 on the CPU recipe): past its 2000 at min_lr, "
+                             "as its get_lr does, if not there yet)")
     parser.add_argument("--nanogpt", default=None, metavar="PATH",
                         help="a nanoGPT checkout: use its model.py as the peer instead of the re-implementation")
     parser.add_argument("--only", choices=("both", "ours", "peer"), default="both",
@@ -496,7 +499,8 @@ def run(args: argparse.Namespace) -> int:
     peak = device_peak(caps.device, caps.autocast_dtype, caps.tf32)
     where = (torch.cuda.get_device_name() if args.device.startswith("cuda") else f"{torch.get_num_threads()} threads")
     print(f"Tiny Shakespeare, {prep.info['chars']:,} characters, vocab {prep.model_config.vocab_size}; "
-          f"val loss on {_eval_text(args.eval_iters, r, len(prep.payload.val))} every {args.eval_interval} steps; threshold {args.threshold}; torch {torch.__version__}, {where}")
+          f"val loss on {_eval_text(args.eval_iters, r, len(prep.payload.val))} every {args.eval_interval} steps; "
+          f"threshold {args.threshold}; torch {torch.__version__}, {where}")
 
     contenders: list[Contender] = []
     if args.only in ("both", "peer"):

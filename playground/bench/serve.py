@@ -388,7 +388,7 @@ class User:
     def close(self) -> None:
         try:
             self.client.close()
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - closing is best effort
             pass
 
 
@@ -417,7 +417,7 @@ class Trainer:
             status = str(self.client.predict(api_name="/train_stop"))
             if 'data-state="stopped"' not in status:
                 problem = f"Stop answered {status[:120]!r}"
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - every failure is a figure
             problem = f"stop failed: {str(exc)[:160]}"
         deadline = time.monotonic() + min(timeout_s, 10.0)
         while not self.job.done() and time.monotonic() < deadline:
@@ -426,7 +426,7 @@ class Trainer:
             self.job.cancel()
         try:
             self.client.close()
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - closing is best effort
             pass
         return problem
 

@@ -156,6 +156,8 @@ def format_result(result: ExperimentResult) -> str:
 def run(args: argparse.Namespace) -> int:
     printer = _Printer(args.quiet)
     if args.name == "bench":
+        from playground.bench.experiments import run_bench  # function-level, like the other benches
+
         return run_bench(args)
     if not args.checkpoint:
         raise PlaygroundError(f"`analyze experiment {args.name}` needs a CHECKPOINT (a model name or bundle folder).")

@@ -95,7 +95,7 @@ def _stop_on_sigint(stop: threading.Event):
         return lambda: None
     previous = signal.getsignal(signal.SIGINT)
 
-    def handler(signum, frame):  # noqa: ARG001
+    def handler(signum, frame):  # noqa: ARG001 - signal.signal's handler signature
         if stop.is_set():
             signal.signal(signal.SIGINT, previous)
             raise KeyboardInterrupt

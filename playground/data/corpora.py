@@ -91,7 +91,7 @@ def fetch_url(url: str, timeout: float = 30.0) -> bytes:
             "Get the file on a machine with internet access and upload it as a .txt file "
             "(or pass its path with --corpus PATH on the command line)."
         )
-    with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (fixed https URL)
+    with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - a fixed https URL
         return response.read()
 
 

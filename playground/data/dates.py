@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import random
-from typing import Callable
+from collections.abc import Callable
 
 from playground.data.types import PairExample
 from playground.errors import ConfigError

@@ -7,9 +7,9 @@ import io
 import os
 import zipfile
 import zlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Callable, Sequence
 
 import numpy as np
 import torch

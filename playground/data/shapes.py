@@ -9,7 +9,7 @@ marks exactly the shape's pixels. Shapes are upright (no rotation), so "square" 
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch

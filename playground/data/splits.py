@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Sequence, TypeVar
+from collections.abc import Sequence
+from typing import TypeVar
 
 from playground.errors import ConfigError, DataError
 

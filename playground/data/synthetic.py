@@ -7,7 +7,7 @@ exact: target position t came from source position ``alignment[t][1]``.
 from __future__ import annotations
 
 import random
-from typing import Callable
+from collections.abc import Callable
 
 from playground.data.types import PairExample
 from playground.errors import ConfigError

@@ -45,7 +45,7 @@ class ImageSet:
     def image_size(self) -> int:
         return int(self.images.shape[2])
 
-    def subset(self, idx: Sequence[int]) -> "ImageSet":
+    def subset(self, idx: Sequence[int]) -> ImageSet:
         """The examples at ``idx``, in that order (class_names unchanged)."""
         index = torch.as_tensor(list(idx), dtype=torch.long)
         return ImageSet(images=self.images[index], labels=self.labels[index],

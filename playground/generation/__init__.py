@@ -31,8 +31,8 @@ from playground.generation.seq2seq import beam_search, stream_beam, stream_greed
 from playground.generation.vision import Classification, classify, prepare_image
 
 __all__ = [
-    "Controls", "FamilyGenerator", "GenerateRequest", "classify_image", "distribution_table", "explain_pick", "explain_target", "generate", "generator_of",
-    "next_token_logits", "next_token_table", "stream", "Done", "SampleResult", "StepEvent", "SamplingConfig",
+    "Controls", "FamilyGenerator", "GenerateRequest", "classify_image", "distribution_table", "explain_pick", "explain_target", "generate",
+    "generator_of", "next_token_logits", "next_token_table", "stream", "Done", "SampleResult", "StepEvent", "SamplingConfig",
     "apply_filters", "filter_stages", "frequency_presence_penalty", "min_p", "repetition_penalty", "temperature",
     "top_k", "top_p", "generate_lm", "stream_lm", "beam_search", "stream_beam", "stream_greedy", "Classification",
     "classify", "prepare_image",

@@ -478,7 +478,7 @@ class GPTBatcher:
             for job in group:
                 try:
                     self._prefill_together([job], cache)
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:  # noqa: BLE001 - this job's own failure
                     self._fail(job, exc)
 
     def _prefill_together(self, group: list[Job], cache: RowKVCache) -> None:

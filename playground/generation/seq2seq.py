@@ -198,7 +198,7 @@ def beam_search(
         scores = torch.full((W,), float("-inf"), device=device)
         scores[0] = 0.0  # one live hypothesis at the start (the copies would be duplicates)
     hyps = [_Hyp([], [], [], []) for _ in range(W)]
-    for t in range(steps):
+    for _t in range(steps):
         with torch.inference_mode():
             logits, align, state = model.step(state, y)  # [W,V], [W,S]
             logp = logits.float().log_softmax(-1)  # [W,V]

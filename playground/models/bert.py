@@ -3,7 +3,8 @@
 Embeddings: token + learned position (+ segment, when ``segments`` is on) -> dropout ->
 ``n_layer`` pre-LN :class:`~playground.models.layers.EncoderBlock` (bidirectional, padding keys
 masked) -> final norm. Imported BERT / DistilBERT checkpoints set ``norm_placement="post"``,
-``emb_norm`` and ``norm_eps`` (and a classifier's ``pooler``): real BERT's wiring, same modules. The same encoder (``encoder.*`` parameters) carries two heads:
+``emb_norm`` and ``norm_eps`` (and a classifier's ``pooler``): real BERT's wiring, same modules. The same
+encoder (``encoder.*`` parameters) carries two heads:
 
 - :class:`BertMLM`: the masked-language-model head, a dense + GELU + norm transform and a decoder
   whose weight *is* the token embedding (tied) plus an output bias: logits [B,T,V];

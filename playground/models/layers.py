@@ -61,7 +61,8 @@ FFNS = tuple(FFN_ACTIVATIONS)
 
 class FeedForward(nn.Module):
     """Position-wise FFN: proj(act(fc(x))). ``gelu`` is the tanh approximation (GPT-2's
-    gelu_new), ``gelu_exact`` the erf form, ``relu2`` relu(x)² (So et al. 2021, "Primer"); ``swiglu``: fc gives [gate, up], act = silu(gate) * up."""
+    gelu_new), ``gelu_exact`` the erf form, ``relu2`` relu(x)² (So et al. 2021, "Primer"); ``swiglu``: fc gives
+    [gate, up], act = silu(gate) * up."""
 
     def __init__(self, d_model: int, d_ff: int, kind: str = "gelu", bias: bool = True) -> None:
         super().__init__()
@@ -183,7 +184,8 @@ class EncoderBlock(_Block):
     """Self-attention + FFN (GPT with causal=True, ViT and the seq2seq encoder with causal=False).
 
     Submodules: ln1, attn, ln2, mlp. Biases: ``attn_bias`` / ``ffn_bias`` / ``norm_bias``
-    default to ``bias``; ``norm_eps`` > 0 replaces the norms' default epsilon. GPT's options: ``n_kv_heads`` (grouped-query attention), ``window``
+    default to ``bias``; ``norm_eps`` > 0 replaces the norms' default epsilon. GPT's options: ``n_kv_heads``
+    (grouped-query attention), ``window``
     (sliding-window attention), ``n_experts`` > 1 (mlp is a :class:`MoEFeedForward` with ``top_k``).
     """
 

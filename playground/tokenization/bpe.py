@@ -366,7 +366,7 @@ def iter_build(text: str, options: TokenizerOptions, caps: DemoCaps | None = Non
         try:
             tokenizer.train_from_iterator(feed(), trainer, length=(len(chunks) + _BATCH - 1) // _BATCH)
             outcome["ok"] = True
-        except BaseException as exc:  # handed to the caller's thread
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
             outcome["error"] = exc
 
     worker = threading.Thread(target=work, name="bpe-train", daemon=True)

@@ -78,7 +78,7 @@ class BuiltTokenizer:
             "compression": {**self.compression.to_dict(),
                             "measured_on": "held-out text" if self.held_out else "training text (corpus too small to hold out)"},
             "build_seconds": round(self.seconds, 3),
-            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             "tokenizers_version": tokenizers.__version__,
             **self.meta_extra,
         }

@@ -174,7 +174,7 @@ def walk(tokenizer: Tokenizer, text: str, info: TokenizerInfo | None = None,
 def walk_table(result: MergeWalk, tokenizer: Tokenizer, info: TokenizerInfo | None = None) -> pd.DataFrame:
     """The walk as rows: word, step, rank, merge, symbols after (readable, joined by ' | ')."""
     info = info or TokenizerInfo.from_tokenizer(tokenizer)
-    show = lambda symbols: " | ".join(readable(s, info) for s in symbols)  # noqa: E731
+    show = lambda symbols: " | ".join(readable(s, info) for s in symbols)
     rows = []
     for w_index, w in enumerate(result.words):
         word = readable(w.word, info) if not w.special else w.word

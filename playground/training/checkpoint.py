@@ -190,5 +190,6 @@ def load_resume_state(workspace: Workspace, name: str) -> ResumeState:
     return ResumeState(
         name=name, path=path, sections=sections, preset_name=config.get("preset") or name,
         step=int(config.get("step", 0)), rows=read_metrics_csv(path / "metrics.csv"), tokenizer=tokenizer,
-        log=read_metrics_csv(path / TRAIN_LOG), tensors=tensors, meta=meta, elapsed_s=float((config.get("run") or {}).get("elapsed_s", 0.0)),
+        log=read_metrics_csv(path / TRAIN_LOG), tensors=tensors, meta=meta,
+        elapsed_s=float((config.get("run") or {}).get("elapsed_s", 0.0)),
     )

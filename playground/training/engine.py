@@ -249,7 +249,8 @@ def _save(run: _Run, status: str) -> str:
         summary=_summary(run, status), tokenizer=run.prep.tokenizer, class_names=run.prep.class_names,
         optimizer=run.optimizer if cfg.save_optimizer else None,
         scheduler=run.scheduler if cfg.save_optimizer else None, generators=run.generators, log=run.log,
-        run_info={"status": status, "saved_at": round(time.time(), 3), "elapsed_s": round(run.elapsed_s, 3), "seen": run.seen, "unit": run.adapter.unit,
+        run_info={"status": status, "saved_at": round(time.time(), 3), "elapsed_s": round(run.elapsed_s, 3), "seen": run.seen,
+                  "unit": run.adapter.unit,
                   "device": run.caps.describe(), "world_size": run.dist.world_size,
                   "parameters": sum(p.numel() for p in run.model.parameters())},
     )
@@ -529,7 +530,8 @@ def _loop(run: _Run, notes: list[str], stop: StopFlag) -> Iterator[TrainEvent]:
                 eval_time = time.perf_counter() - te
                 metrics = {k: v for k, v in row.items() if k not in ("step", "train_loss", "val_loss", "lr", "elapsed_s")}
                 yield event("eval", train_loss=row["train_loss"], val_loss=row["val_loss"], lr=row["lr"],
-                            throughput=rate, mfu=mfu(rate, flops_per_unit, peak_all), eta_s=remaining * step_time + (evals_left - 1) * eval_time,
+                            throughput=rate, mfu=mfu(rate, flops_per_unit, peak_all),
+                            eta_s=remaining * step_time + (evals_left - 1) * eval_time,
                             metrics=metrics, preview=preview, checkpoint=ckpt)
     except GeneratorExit:
         # the consumer closed us (a UI Stop): keep the work done since the last checkpoint,

@@ -100,7 +100,7 @@ def build(ctx: AppContext, device: str, checkpoint: gr.Dropdown) -> None:
         lens = Table(label="Logit lens: the answer's rank after each layer", elem_id="analyze-causal-lens")
         files = gr.File(label="Every grid (CSV, JSON)", file_count="multiple")
 
-    def _run(space, checkpoint, source, clean, corrupted, grids, direction, progress=gr.Progress()):  # noqa: B008 (gradio injects it)
+    def _run(space, checkpoint, source, clean, corrupted, grids, direction, progress=gr.Progress()):  # noqa: B008 - gradio injects it
         return run_causal_view(space, device, checkpoint, source, clean, corrupted, grids, direction,
                                ctx.settings.caps, progress)
 

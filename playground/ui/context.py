@@ -85,13 +85,13 @@ class AppContext:
         # gradio injects the request and progress only into leading positional parameters.
         # (named results, playground.ui.updates.Updates, reach gradio as their values)
         if inspect.isgeneratorfunction(fn) and wants_progress:
-            def listener(request: gr.Request, progress=gr.Progress(), token=None, *args):
+            def listener(request: gr.Request, progress=gr.Progress(), token=None, *args):  # noqa: B008 - gradio injects it
                 yield from plain_stream(fn(resolve(token, request), *bound, *args, progress=progress))
         elif inspect.isgeneratorfunction(fn):
             def listener(request: gr.Request, token=None, *args):
                 yield from plain_stream(fn(resolve(token, request), *bound, *args))
         elif wants_progress:
-            def listener(request: gr.Request, progress=gr.Progress(), token=None, *args):
+            def listener(request: gr.Request, progress=gr.Progress(), token=None, *args):  # noqa: B008 - gradio injects it
                 return plain(fn(resolve(token, request), *bound, *args, progress=progress))
         else:
             def listener(request: gr.Request, token=None, *args):
@@ -262,7 +262,7 @@ def refresh_all(parts: Sequence[tuple[Callable[..., Any], int, int]]) -> Callabl
         answers: list[Any] = []
         new_memos: list[Any] = []
         start = 0
-        for (listener, n_inputs, n_outputs), memo in zip(parts, memos):
+        for (listener, n_inputs, _n_outputs), memo in zip(parts, memos):
             *outputs, new_memo = listener(request, *values[start:start + n_inputs], memo)
             start += n_inputs
             answers += outputs

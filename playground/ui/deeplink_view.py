@@ -84,7 +84,7 @@ def wire(app: gr.Blocks, ctx: Any, notify: Callable[[str], Any] = gr.Warning) ->
     Call inside `with gr.Blocks() as app:` after the tabs are built; `ctx.tabs` is the gr.Tabs.
     """
     from playground.config import list_presets
-    from playground.training.config import TrainConfig  # noqa: F401  (fail here, not on load, if broken)
+    from playground.training.config import TrainConfig  # noqa: F401 - fail here, not on load, if broken
     from playground.ui.train_tab import FORM_FIELDS
 
     found = _by_elem_id(app)

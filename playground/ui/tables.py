@@ -36,7 +36,7 @@ def round_sig(frame: pd.DataFrame, digits: int = DIGITS) -> pd.DataFrame:
         column = out.iloc[:, i]
         if pd.api.types.is_float_dtype(dtype):
             out.isetitem(i, column.astype("float64").map(lambda v: _round_value(v, digits)).astype("float64"))
-        elif dtype == object:
+        elif dtype == object:  # noqa: E721 - numpy's dtype('O') equals object but is not it
             out.isetitem(i, column.map(lambda v: _round_value(v, digits)))
     return out
 

@@ -259,7 +259,8 @@ def encode_handler(workspace: Workspace, state: dict | None, text: str | None, c
     words = len(text.split())
     stats = (f"**{enc.n_tokens}** tokens for {len(text):,} characters: **{enc.chars_per_token:.2f}** characters/token"
              + (f", {enc.n_tokens / words:.2f} tokens/word" if words else "")
-             + f". Decodes back to the same text: **{'yes' if loaded.tokenizer.decode(enc.ids, skip_special_tokens=False) == text else 'no'}**.")
+             + f". Decodes back to the same text: "
+               f"**{'yes' if loaded.tokenizer.decode(enc.ids, skip_special_tokens=False) == text else 'no'}**.")
     return tokens_html(enc, info), stats, ids_table(enc, info)
 
 

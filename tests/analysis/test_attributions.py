@@ -69,7 +69,8 @@ def test_ig_raises_steps_until_the_delta_passes() -> None:
     auto = at.integrated_gradients(q, n_steps=1, rel_tol=1e-3)
     assert int(auto.steps[0]) > 1
     assert abs(float(auto.delta[0])) < abs(float(one.delta[0]))
-    assert bool(auto.converged[0]) == bool(auto.delta.abs()[0] <= max(1e-3 * abs(float(auto.f_inputs[0] - auto.f_baselines[0])), at.ABS_TOL))
+    tol = max(1e-3 * abs(float(auto.f_inputs[0] - auto.f_baselines[0])), at.ABS_TOL)
+    assert bool(auto.converged[0]) == bool(auto.delta.abs()[0] <= tol)
 
 
 def _tvd_manual(model, ids, pos, ref_ids, ref_pos) -> float:

@@ -34,7 +34,7 @@ def linear_predict(w: torch.Tensor, bias: float):
 
 def test_random_ranking_removes_at_least_as_many_as_gradient_on_a_linear_model():
     g = torch.Generator().manual_seed(0)
-    for trial in range(5):
+    for _trial in range(5):
         w = torch.randn(20, generator=g) + 0.3
         s_pos = float(w.clamp_min(0).sum())
         # margin 0.1 + S+/2 > 0 with every feature; 0.1 − S+/2 < 0 once all positive ones are gone

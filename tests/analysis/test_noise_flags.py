@@ -8,7 +8,7 @@ from playground.analysis.experiments.jain_wallace import agreement
 from playground.analysis.explain.per_input import AnalysisOptions, analyze_prepared
 from playground.analysis.inputs import prepare_text_classifier
 from playground.analysis.numerics import NOISE_ULPS, query_in_float64
-from tests.analysis.test_exact_definitions import reviews_tok, saturated_model, tiny_jw  # noqa: F401 (fixture)
+from tests.analysis.test_exact_definitions import reviews_tok, saturated_model, tiny_jw  # noqa: F401 - reviews_tok is a fixture
 
 
 def _texts(reviews):
@@ -16,7 +16,7 @@ def _texts(reviews):
     return by_length[0], by_length[1]
 
 
-def test_a_saturated_example_is_flagged_in_its_agreement_rows(reviews_tok) -> None:
+def test_a_saturated_example_is_flagged_in_its_agreement_rows(reviews_tok) -> None:  # noqa: F811 - the imported fixture
     reviews, tok = reviews_tok
     long_text, other = _texts(reviews)
     ids = prepare_text_classifier(tiny_jw(tok), tok, long_text).query.inputs
@@ -41,7 +41,7 @@ def test_a_saturated_example_is_flagged_in_its_agreement_rows(reviews_tok) -> No
     assert not any(r.at_noise for r in rerun.rows)  # float64 lifts the flag
 
 
-def test_the_per_input_agreement_table_flags_pairs_at_noise(reviews_tok) -> None:
+def test_the_per_input_agreement_table_flags_pairs_at_noise(reviews_tok) -> None:  # noqa: F811 - the imported fixture
     reviews, tok = reviews_tok
     text, _ = _texts(reviews)
     ids = prepare_text_classifier(tiny_jw(tok), tok, text).query.inputs

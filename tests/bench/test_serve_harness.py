@@ -18,7 +18,8 @@ def test_four_users_and_a_trainer_see_no_failures_and_no_cross_talk(capsys):
     assert {"generate_busy", "analyze", "tokenizer_build", "train"} <= set(multi["actions"])
     assert multi["workspace_tmp_entries"] == 0
     paint = result["first_paint"]  # 4 "browsers" at once, 3 rounds per mode
-    assert {f["count"] for f in paint.values()} == {12} and len(paint) == 12  # page and config: gzip, identity, rebuilt, visitors (own cookies)
+    # page and config: gzip, identity, rebuilt, visitors (own cookies)
+    assert {f["count"] for f in paint.values()} == {12} and len(paint) == 12
     for what in ("page", "config"):  # the page and its config travel compressed, cached or not
         assert paint[f"{what} gzip"]["bytes"] * 4 < paint[f"{what} identity"]["bytes"]
         assert paint[f"{what} gzip"]["bytes"] == paint[f"{what} gzip rebuilt"]["bytes"]

@@ -145,7 +145,7 @@ def test_playground_offline_refuses_before_any_network(workspace, monkeypatch, s
 
 def test_non_utf8_file_names_file_and_offset(tmp_path):
     path = tmp_path / "latin1.txt"
-    path.write_bytes("caf".encode() + b"\xe9 au lait\n")
+    path.write_bytes(b"caf" + b"\xe9 au lait\n")
     with pytest.raises(DataError) as info:
         read_text_file(path)
     assert "latin1.txt is not UTF-8" in str(info.value) and "offset 3" in str(info.value) and "0xe9" in str(info.value)

@@ -42,7 +42,7 @@ def gpt_bundle(workspace, char_tokenizer):
 PAIR_ALPHABET = "abcdefghij0123456789-"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _trained_seq2seq(family: str) -> tuple[dict, dict]:
     """(state_dict, config dict) of a tiny seq2seq trained 60 steps on string reversal, so its
     outputs depend on the source and end in <eos> (random weights rarely do). Once per session."""

@@ -10,7 +10,7 @@ from playground.models.positional import Rotary, alibi_bias, alibi_slopes, sinus
 
 def test_sinusoidal_cosine_similarities() -> None:
     pe = sinusoidal_table(128, 64)
-    cos = lambda a, b: F.cosine_similarity(pe[a], pe[b], dim=0).item()  # noqa: E731
+    cos = lambda a, b: F.cosine_similarity(pe[a], pe[b], dim=0).item()
     assert round(cos(0, 1), 3) == 0.966
     assert round(cos(0, 50), 3) == 0.490
     assert round(cos(10, 11), 3) == 0.966
@@ -31,7 +31,7 @@ def test_sinusoidal_shift_is_one_rotation_for_every_position() -> None:
 def test_rope_scores_depend_only_on_relative_position() -> None:
     rot = Rotary(8, 64)
     q, k = torch.randn(1, 1, 1, 8), torch.randn(1, 1, 1, 8)
-    score = lambda i, j: (rot(q, i) * rot(k, j)).sum().item()  # noqa: E731
+    score = lambda i, j: (rot(q, i) * rot(k, j)).sum().item()
     assert abs(score(3, 1) - score(40, 38)) < 1e-4
     assert abs(score(3, 1) - score(3, 2)) > 1e-4
 

@@ -76,7 +76,7 @@ def hf_model(architecture: str) -> tuple[Any, Tokenizer | None]:
     config._attn_implementation = "eager"  # attention maps for the comparison
     model = getattr(tf, architecture)(config).eval()
     with torch.no_grad():  # random biases and norms too, so a wrong map cannot hide behind zeros and ones
-        for name, p in model.named_parameters():
+        for _name, p in model.named_parameters():
             if p.dim() == 1:
                 p.add_(torch.randn_like(p) * 0.1)
     return model, tok

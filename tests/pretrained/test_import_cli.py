@@ -37,7 +37,8 @@ def test_cli_refusal_is_one_error_line(tmp_path: Path, capsys) -> None:
     (tmp_path / "empty").mkdir()
     assert main(["--workspace", str(tmp_path / "ws"), "import", str(tmp_path / "empty")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == "error: The folder 'empty' has no config.json: give a folder written by save_pretrained (config.json + model.safetensors)."
+    assert err == ("error: The folder 'empty' has no config.json: give a folder written by save_pretrained "
+                   "(config.json + model.safetensors).")
 
 
 def test_an_imported_model_cannot_be_resumed(saved: dict[str, Saved], tmp_path: Path) -> None:

@@ -64,7 +64,7 @@ def test_closing_the_build_terminates_the_child_within_seconds() -> None:
     slow = dataclasses.replace(FULL_CAPS, max_pretoken_chars=10**7)
     gen = iter_build_in_child(_no_space(400_000), TokenizerOptions(vocab_size=4000), slow)
     start = time.perf_counter()
-    for event in gen:
+    for _event in gen:
         if time.perf_counter() - start > 3.0:  # the child has started and is working
             break
     assert [p.name for p in multiprocessing.active_children()] == ["playground-job-iter_build_json"]

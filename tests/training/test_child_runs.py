@@ -8,6 +8,8 @@ import time
 import pytest
 
 from playground.child import _died, iter_in_child
+from playground.errors import ConfigError, PlaygroundError, TooBigError
+from tests.training.conftest import tiny_preset
 
 
 def _no_children_left(within_s: float = 20.0) -> bool:
@@ -18,8 +20,7 @@ def _no_children_left(within_s: float = 20.0) -> bool:
     while multiprocessing.active_children() and time.monotonic() < deadline:
         time.sleep(0.1)
     return not multiprocessing.active_children()
-from playground.errors import ConfigError, PlaygroundError, TooBigError
-from tests.training.conftest import tiny_preset
+
 
 TRAIN = "playground.training.engine:train"
 

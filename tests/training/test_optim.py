@@ -117,7 +117,7 @@ def test_batched_muon_makes_torch_muons_update():
     b = [torch.nn.Parameter(p.detach().clone()) for p in a]
     ours = BatchedMuon(a, lr=0.05, weight_decay=0.1)
     ref = torch.optim.Muon(b, lr=0.05, weight_decay=0.1)
-    for step in range(3):
+    for _step in range(3):
         grads = [torch.randn(s) for s in shapes]
         for p, q, g in zip(a, b, grads):
             p.grad, q.grad = g.clone(), g.clone()

@@ -59,7 +59,7 @@ def in_threads(*jobs: Callable[[], Any]) -> list[Any]:
     def run(i: int) -> None:
         try:
             results[i] = jobs[i]()
-        except BaseException as exc:  # noqa: BLE001  (re-raised below, in the test's thread)
+        except BaseException as exc:  # noqa: BLE001 - re-raised below, in the test's thread
             results[i] = exc
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(len(jobs))]

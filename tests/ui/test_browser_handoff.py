@@ -56,8 +56,6 @@ def generate_pick(driver, wait, checkpoint: str) -> None:
     The model list refreshes when a tab is selected; on a busy machine that refresh can land
     after the pick and put the old value back, so the pick is repeated until it holds.
     """
-    from selenium.webdriver.common.by import By  # noqa: F401
-
     open_tab(driver, wait, "Generate")
     wait.until(lambda d: value_of(d, "#generate-model input"))  # the model list has arrived
 

@@ -163,7 +163,8 @@ def test_seq2seq_generate_gives_alignment(workspace):
 
     _seq2seq_bundle(workspace, "transformer_seq2seq", "t")
     env = Env(workspace, "cpu", None)
-    html, stats, table, plot, state, picker, _, align_csv, _, _, _ = _gen(env, "t", prompt="abcd", max_new=10, beam_width=3, alpha=0.6)[-1].values()
+    outputs = _gen(env, "t", prompt="abcd", max_new=10, beam_width=3, alpha=0.6)[-1].values()
+    html, stats, table, plot, state, picker, _, align_csv, _, _, _ = outputs
     assert plot is not None and "beam 3" in stats
     df = pd.read_csv(align_csv)
     sample = state["done"].samples[0]

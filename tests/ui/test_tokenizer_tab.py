@@ -8,10 +8,9 @@ import gradio as gr
 import pandas as pd
 import pytest
 
+from playground.data.corpora import python_docs_text
 from playground.settings import DEMO_CAPS, FULL_CAPS
 from playground.ui import tokenizer_tab as tab
-
-from playground.data.corpora import python_docs_text  # noqa: E402
 
 TEXT = python_docs_text()[:40_000] + "The quick brown fox jumps over the lazy dog.\n" * 20 + "Jürgen sagt: schöne Grüße!\n" * 50
 DEFAULTS = dict(kind="bpe", vocab_size=400, min_frequency=2, normalizer="none", pre_tokenizer="byte-level",

@@ -43,7 +43,7 @@ from playground.models.attention import (
     record_attention,
     rows_override,
 )
-from playground.stopping import StopFlag, is_stopped  # noqa: F401  (re-exported for the experiments)
+from playground.stopping import StopFlag, is_stopped  # noqa: F401 - re-exported for the experiments
 
 
 def make_generator(seed: int, device: str | torch.device = "cpu") -> torch.Generator:

@@ -99,7 +99,8 @@ def _layer_name(names: list[str], layer: int | None) -> str:
     try:
         return names[-1 if layer is None else layer]
     except IndexError:
-        raise PlaygroundError(f"Layer {layer} does not exist; this model has {len(names)} attention layer(s) (0..{len(names) - 1}).") from None
+        raise PlaygroundError(f"Layer {layer} does not exist; this model has {len(names)} attention layer(s) "
+                              f"(0..{len(names) - 1}).") from None
 
 
 def attention(query: Query, rec: Recording, layer: int | None = None, head: int | None = None) -> Attribution:

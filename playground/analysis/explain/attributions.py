@@ -84,7 +84,7 @@ CAPTUM_METHODS = ("saliency", "ixg", "ig", "deeplift")  # the methods that run t
 def load_captum() -> None:
     """Import captum now (a second or more the first time), so that it is not counted in the time
     of whichever method happens to run first."""
-    import captum.attr  # noqa: F401  function-level: captum adds ~0.5 s to the app's start
+    import captum.attr  # noqa: F401 - function-level: captum adds ~0.5 s to the app's start
 
 
 def _grad_x_act(query: Query, multiply: bool) -> Tensor:

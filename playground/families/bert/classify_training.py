@@ -5,7 +5,8 @@ reviews, an uploaded ``text,label`` CSV, SST-2), its seeded split, and ``n_train
 few labelled examples. With ``held_out_cues`` (generated reviews) the training examples are only
 reviews whose cue words all come from one half of the cue list (:func:`held_out_cue_words` names the
 other half), while validation keeps every review: ``unseen_cue_accuracy`` is measured on the validation
-reviews whose cues are all held out, words a from-scratch model never saw labelled. Each text is [CLS] tokens [SEP], right-padded with [PAD].
+reviews whose cues are all held out, words a from-scratch model never saw labelled. Each text is
+[CLS] tokens [SEP], right-padded with [PAD].
 
 ``init_from`` names a pre-trained BERT checkpoint in the workspace (never a path; usually an MLM): its tokenizer
 is used, the encoder's shape comes from its config, and its ``encoder.*`` tensors replace the

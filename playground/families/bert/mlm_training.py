@@ -59,7 +59,8 @@ class MLMDataConfig:
     reviews_seed: int = 1  # corpus = reviews (the labelled sets use seed 0)
     negation: float = 0.25  # corpus = reviews: share of cues written as a negated opposite ("not bad")
     intensify: float = 0.25  # corpus = reviews: share of single-word cues with an intensifier
-    cues: list[int] = field(default_factory=list)  # corpus = reviews: [lo, hi] = one-sided reviews with lo..hi cues ([] = the labelled sets' mix)
+    # corpus = reviews: [lo, hi] = one-sided reviews with lo..hi cues ([] = the labelled sets' mix)
+    cues: list[int] = field(default_factory=list)
     max_vocab: int = 20000  # tokenizer = words: the most frequent words kept
     per_line: bool = False  # one example per line (padded) instead of windows of the token stream
     mask_prob: float = 0.15  # share of non-special positions selected for the loss
