@@ -33,11 +33,9 @@ from playground.ui import (
     tokenizer_tab,
     train_tab,
 )
-from playground.ui.checked_blocks import Blocks
+from playground.ui import gradio_patches
 from playground.ui.context import AppContext, refresh_all, remember_answer, skip_repeats
-from playground.ui.frontend_fix import FrontendFix
 from playground.ui.page_cache import PageCache
-from playground.ui.progress_targets import limit_progress_targets
 from playground.ui.signin import identity, space_note
 
 log = logging.getLogger("playground.app")
@@ -84,7 +82,7 @@ def launch_options() -> dict[str, Any]:
     return {"css": APP_CSS, **RUN_HISTORY_OFF, **NO_SELF_CHECK,
             "app_kwargs": {"middleware": [Middleware(PageCache),  # outermost: it keeps the gzipped answer
                                           Middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES, compresslevel=6),
-                                          Middleware(FrontendFix),  # it edits the plain asset
+                                          gradio_patches.frontend_middleware(),  # it edits the plain asset
                                           Middleware(LoginClients)]}}  # who is logging in (per-address limits)
 
 
@@ -147,7 +145,7 @@ def browser_state_key(secret: str | None) -> str | None:
 def build_app(settings: Settings) -> gr.Blocks:
     """Build (not launch) the app for these settings."""
     spaces = Spaces(settings.workspace, settings.library, max_entries=settings.caps.max_entries_per_user)
-    with Blocks(title="Transformer Playground", delete_cache=DELETE_CACHE,
+    with gradio_patches.Blocks(title="Transformer Playground", delete_cache=DELETE_CACHE,
                 analytics_enabled=settings.analytics) as app:
         signed_in = signin.enabled()
         notes = (persistence(settings.workspace).page_note, space_note(signed_in) if settings.demo or signed_in else "")
@@ -199,6 +197,6 @@ def build_app(settings: Settings) -> gr.Blocks:
 
         app.unload(end_session)
         deeplink_view.wire(app, ctx)  # ?tab=train&preset=...&set=key=value links open an exercise
-        limit_progress_targets(app)  # last: every event is registered, the config not yet frozen
+        gradio_patches.apply(app)  # last: every event is registered, the config not yet frozen
     app.queue(default_concurrency_limit=settings.caps.light_slots)
     return app
