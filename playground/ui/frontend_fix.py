@@ -18,7 +18,7 @@ reactive proxies) for that component, so a click costs (status changes) x (statu
    already had. A status now goes to its component only when it differs, field by field, from
    the last one that component received.
 
-Measured in headless Chromium (`python -m playground bench browser`, README "A tab kept open
+Measured in headless Chromium (`python -m playground bench browser`, docs/serving-a-workshop.md "A tab kept open
 for hours"): with both, a Save in a long-lived tab takes what it takes in a fresh tab.
 
 `FrontendFix` is a pure ASGI middleware (no gradio import) that applies the fixes to the one
