@@ -121,22 +121,22 @@ def make_review(rng: random.Random, negation: float = 0.25, intensify: float = 0
         wanted[rng.randrange(3)] = -sign
     sentences: list[tuple[list[str], Cue | None]] = []
     for expressed in wanted:
-        words, cue = _cue(rng, expressed, negation, intensify)
+        cue_words, cue = _cue(rng, expressed, negation, intensify)
         head = rng.choice(SUBJECTS).split() + [rng.choice(LINKS)]
-        sentences.append((head + words, Cue(len(head), len(head) + len(words), cue.polarity, cue.negated,
+        sentences.append((head + cue_words, Cue(len(head), len(head) + len(cue_words), cue.polarity, cue.negated,
                                             cue.intensified)))
     for _ in range(rng.randint(0, max_fillers)):
         sentences.append((rng.choice(FILLERS).split(), None))
     rng.shuffle(sentences)
     words: list[str] = []
-    cues: list[Cue] = []
+    placed: list[Cue] = []
     for sent_words, c in sentences:
         if c is not None:
-            cues.append(Cue(c.start + len(words), c.end + len(words), c.polarity, c.negated, c.intensified))
+            placed.append(Cue(c.start + len(words), c.end + len(words), c.polarity, c.negated, c.intensified))
         words.extend(sent_words)
-    rationale = tuple(p for c in cues if c.polarity == sign for p in range(c.start, c.end)
+    rationale = tuple(p for c in placed if c.polarity == sign for p in range(c.start, c.end)
                       if words[p] not in INTENSIFIERS)
-    return Review(" ".join(words), label, tuple(sorted(rationale)), tuple(cues))
+    return Review(" ".join(words), label, tuple(sorted(rationale)), tuple(placed))
 
 
 def make_reviews(n: int, seed: int = 0, negation: float = 0.25, intensify: float = 0.25,

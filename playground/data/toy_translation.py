@@ -147,7 +147,12 @@ DETERMINERS: tuple[Determiner, ...] = (
     Determiner("every", _SG, "chaque", "chaque", "-"),
 )
 
-VERBS: tuple[Verb, ...] = tuple(Verb(*s.split()[:4], transitive=s.split()[4] == "t") for s in """
+def _v(spec: str) -> Verb:
+    en_sg, en_pl, fr_sg, fr_pl, kind = spec.split()[:5]
+    return Verb(en_sg, en_pl, fr_sg, fr_pl, transitive=kind == "t")
+
+
+VERBS: tuple[Verb, ...] = tuple(_v(s) for s in """
 sees see voit voient t
 likes like aime aiment t
 finds find trouve trouvent t

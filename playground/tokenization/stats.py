@@ -186,7 +186,7 @@ def encode(tokenizer: Tokenizer, text: str, caps=None) -> Encoded:
     Text longer than the server's `max_encode_chars` (caps default FULL_CAPS) is refused."""
     check_text(text, "max_encode_chars", caps, "The text to encode")
     enc = tokenizer.encode(text or "", add_special_tokens=False)
-    return Encoded(text or "", list(enc.ids), list(enc.tokens), [tuple(o) for o in enc.offsets])
+    return Encoded(text or "", list(enc.ids), list(enc.tokens), [(start, end) for start, end in enc.offsets])
 
 
 def spans(encoded: Encoded) -> list[tuple[str, list[int]]]:

@@ -82,7 +82,7 @@ class TokenizerInfo:
         return cls(
             model_type=model.get("type", "?"),
             vocab=vocab,
-            merges=merges,  # type: ignore[arg-type]
+            merges=merges,
             byte_level=_has(data.get("pre_tokenizer"), "ByteLevel") or _has(data.get("decoder"), "ByteLevel"),
             metaspace=_has(data.get("pre_tokenizer"), "Metaspace"),
             byte_fallback=bool(model.get("byte_fallback")),
@@ -216,7 +216,7 @@ def merges_table(tokenizer: Tokenizer, query: str = "", info: TokenizerInfo | No
     rows = []
     for rank, (left, right) in enumerate(info.merges):
         merged = info.merged_token(left, right)
-        row = {"rank": rank, "left": readable(left, info), "right": readable(right, info),
+        row: dict[str, Any] = {"rank": rank, "left": readable(left, info), "right": readable(right, info),
                "merged": readable(merged, info), "id": info.vocab.get(merged)}
         if query and not any(query in row[k] for k in ("left", "right", "merged")) and query not in merged:
             continue

@@ -157,6 +157,7 @@ def save_checkpoint(
         write_json(tmp / STATE_JSON, meta)
 
     return save_bundle(
+        # a duck-typed Workspace view: writing() is overridden, __getattr__ forwards the rest
         _WithExtraFiles(workspace, write_extra),  # type: ignore[arg-type]
         name, model, family, model_config,
         train_config=train_config, preset=preset_name, data=data, step=step, metrics=summary,

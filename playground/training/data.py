@@ -118,7 +118,7 @@ class EpochSampler:
 
     def indices(self, start: int, count: int) -> torch.Tensor:
         """Indices of global sample positions start .. start + count - 1 ([count] long)."""
-        out = []
+        out: list[int] = []
         pos = start
         while len(out) < count:
             epoch, offset = divmod(pos, self.n)

@@ -29,7 +29,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import torch
 from safetensors.torch import load_model
@@ -346,7 +346,7 @@ def _setup(
 
     train_model: nn.Module = model
     if caps.compile:
-        train_model = torch.compile(model)
+        train_model = cast(nn.Module, torch.compile(model))  # compiling a module gives an OptimizedModule
     if dist.distributed:
         ids = [dist.local_rank] if caps.device_type == "cuda" else None
         train_model = nn.parallel.DistributedDataParallel(train_model, device_ids=ids)
@@ -405,7 +405,8 @@ def _loop(run: _Run, notes: list[str], stop: StopFlag) -> Iterator[TrainEvent]:
     micro = cfg.batch_size // world
     global_size = cfg.batch_size * cfg.grad_accum
     unit = adapter.unit
-    ddp = run.train_model if dist.distributed else None
+    # distributed runs always wrap the model in DistributedDataParallel (see _setup)
+    ddp = cast(nn.parallel.DistributedDataParallel, run.train_model) if dist.distributed else None
     # model FLOPs utilisation: per-unit FLOPs from the family, the peak of every process's GPU
     flops_per_unit = get_family(run.spec.family).sizes.train_flops_per_unit(prep.model_config)
     peak = device_peak(caps.device, caps.autocast_dtype, caps.tf32)
@@ -514,6 +515,7 @@ def _loop(run: _Run, notes: list[str], stop: StopFlag) -> Iterator[TrainEvent]:
             remaining = cfg.max_steps - run.step
             evals_left = remaining // cfg.eval_interval + 1
             if is_log:  # log and eval steps always follow a read-back: step_time and rate are fresh
+                assert step_time is not None  # record() just ran on a window of >= 1 step
                 logged = sum(window_losses) / len(window_losses)
                 run.log.append({"step": run.step, "train_loss": logged, "lr": lr, "grad_norm": grad_norm,
                                 "throughput": rate})
@@ -523,6 +525,7 @@ def _loop(run: _Run, notes: list[str], stop: StopFlag) -> Iterator[TrainEvent]:
                 window_losses = []
             if is_eval and dist.is_main:
                 te = time.perf_counter()
+                assert step_time is not None  # as for is_log: record() just ran
                 row, preview = _eval(run, since_eval, rate, lr)
                 since_eval = []
                 run.rows.append(row)
@@ -552,10 +555,10 @@ def _loop(run: _Run, notes: list[str], stop: StopFlag) -> Iterator[TrainEvent]:
                             "smaller model.") from None
     if stopped:
         record(fetch())  # what is saved must be finite
-        ckpt = None
+        saved: str | None = None
         if dist.is_main and run.step > run.saved_step and run.step > 0:
-            ckpt = _save(run, "stopped")
-        yield event("stopped", checkpoint=ckpt or (run.name if run.saved_step >= 0 else None),
+            saved = _save(run, "stopped")
+        yield event("stopped", checkpoint=saved or (run.name if run.saved_step >= 0 else None),
                     message=f"stopped at step {run.step}; resume to continue.")
         return
     last = run.rows[-1] if run.rows else {}

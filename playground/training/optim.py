@@ -52,6 +52,7 @@ def newton_schulz(G: torch.Tensor, steps: int, coefficients: tuple[float, float,
     return X if wide else X.mT
 
 
+# the base is picked at import time (torch < 2.9 has no Muon), which mypy cannot check
 class BatchedMuon(torch.optim.Muon if muon_available() else torch.optim.Optimizer):  # type: ignore[misc]
     """torch.optim.Muon, same hyper-parameters, state and update, with the Newton-Schulz
     iterations of all same-shaped matrices of a group done as one batch (a GPT's layers share
@@ -59,7 +60,7 @@ class BatchedMuon(torch.optim.Muon if muon_available() else torch.optim.Optimize
     about 40 to 30 ms a step."""
 
     @torch.no_grad()
-    def step(self, closure: Any = None) -> Any:  # type: ignore[override]
+    def step(self, closure: Any = None) -> Any:
         loss = None
         if closure is not None:
             with torch.enable_grad():
@@ -70,7 +71,7 @@ class BatchedMuon(torch.optim.Muon if muon_available() else torch.optim.Optimize
             bufs: list[torch.Tensor] = []
             self._init_group(group, params, grads, bufs)
             momentum, lr = group["momentum"], float(group["lr"])
-            by_shape: dict[tuple[int, int], list[tuple[torch.Tensor, torch.Tensor]]] = {}
+            by_shape: dict[tuple[int, ...], list[tuple[torch.Tensor, torch.Tensor]]] = {}
             for p, g, buf in zip(params, grads, bufs):
                 buf.lerp_(g, 1 - momentum)
                 update = g.lerp(buf, momentum) if group["nesterov"] else buf
@@ -94,13 +95,13 @@ def _adjust_lr(lr: float, adjust_lr_fn: str | None, shape: torch.Size) -> float:
     return lr * math.sqrt(max(1, A / B))
 
 
-def muon_param_groups(model: nn.Module) -> tuple[list[nn.Parameter], list[nn.Parameter]]:
+def muon_param_groups(model: nn.Module) -> tuple[list[torch.Tensor], list[nn.Parameter]]:
     """(hidden matrices for Muon, the rest for AdamW): Muon gets the weight of every nn.Linear
     except the model's output layers (its ``output_layers``, see ModelBase) and weights shared
     with an embedding (a tied LM head); AdamW gets embeddings, output layers, norms' gains and
     all biases."""
     embedding_ids = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
-    hidden: list[nn.Parameter] = []
+    hidden: list[torch.Tensor] = []  # nn.Linear.weight: a Parameter unless parametrized
     seen: set[int] = set()
     outputs = set(getattr(model, "output_layers", ()))
     for name, module in model.named_modules():
@@ -142,15 +143,16 @@ class MuonAdamW(torch.optim.Optimizer):
         self._zero_grad_profile_name = "Optimizer.zero_grad#MuonAdamW.zero_grad"
 
     @property
-    def param_groups(self) -> list[dict[str, Any]]:  # type: ignore[override]
+    def param_groups(self) -> list[dict[str, Any]]:
         return self.adamw.param_groups + self.muon.param_groups
 
     @param_groups.setter
     def param_groups(self, value: Any) -> None:  # Optimizer internals may assign; the inner ones own them
         pass
 
-    @property
-    def state(self) -> dict[Any, Any]:  # type: ignore[override]
+    # a merged read-only view of the inner optimizers' states: a plain dict, not Optimizer's defaultdict
+    @property  # type: ignore[override]
+    def state(self) -> dict[Any, Any]:
         return {**self.adamw.state, **self.muon.state}
 
     @state.setter
@@ -158,7 +160,7 @@ class MuonAdamW(torch.optim.Optimizer):
         pass
 
     @torch.no_grad()
-    def step(self, closure: Any = None) -> Any:  # type: ignore[override]
+    def step(self, closure: Any = None) -> Any:
         loss = None
         if closure is not None:
             with torch.enable_grad():
@@ -171,7 +173,7 @@ class MuonAdamW(torch.optim.Optimizer):
         self.adamw.zero_grad(set_to_none=set_to_none)
         self.muon.zero_grad(set_to_none=set_to_none)
 
-    def state_dict(self) -> dict[str, Any]:  # type: ignore[override]
+    def state_dict(self) -> dict[str, Any]:
         """Both states as one: parameter indices run over AdamW's groups, then Muon's."""
         a, m = self.adamw.state_dict(), self.muon.state_dict()
         offset = sum(len(g["params"]) for g in a["param_groups"])
@@ -179,7 +181,7 @@ class MuonAdamW(torch.optim.Optimizer):
         state = {**a["state"], **{i + offset: s for i, s in m["state"].items()}}
         return {"state": state, "param_groups": groups}
 
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:  # type: ignore[override]
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         n_adamw = len(self.adamw.param_groups)
         groups = state_dict["param_groups"]
         if len(groups) != n_adamw + len(self.muon.param_groups):

@@ -61,7 +61,7 @@ def resolve_run(preset: Preset | str, overrides: dict[str, Any] | list[str] | No
     if family is None:
         raise ConfigError(f"Unknown family {preset.family!r}; choose one of: {', '.join(FAMILIES)}.")
     check_model_values(family.config_cls, preset.model)
-    data = build_dataclass(family.adapter.data_config_cls, preset.data, "data")
+    data: Any = build_dataclass(family.adapter.data_config_cls, preset.data, "data")
     train = build_dataclass(TrainConfig, preset.train, "train")
     spec = RunSpec(preset=preset, train=train, data=data)
     check_run_sizes(spec, caps, check_steps)
