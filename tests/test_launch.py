@@ -54,6 +54,7 @@ def _wait_for_http(url: str, proc: subprocess.Popen, limit_s: float = 90) -> flo
     raise AssertionError("app did not serve")
 
 
+@pytest.mark.slow  # a real launch.py process (about 8 s)
 def test_launch_serves_and_share_degrades_offline(tmp_path):
     port = free_port()
     env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"}
@@ -121,6 +122,7 @@ def test_main_builds_app_settings_with_library(monkeypatch, tmp_path):
     assert seen["host"] == "0.0.0.0" and seen["settings"].demo and seen["auth"] is None
 
 
+@pytest.mark.slow  # a real launch.py process (about 8 s)
 def test_launched_app_rate_limits_logins(tmp_path):
     """POST /login: a good login works, 5 bad ones lock the user at that address (even the good password
     is refused there), and neither that nor 40 failures from one address lock anyone out elsewhere."""

@@ -121,6 +121,7 @@ def test_a_signed_in_visitor_gets_the_space_of_their_hugging_face_name(tmp_path)
     assert ctx.space_for("hf:ada", None).key == ctx.space_for("hf:ada", None).key  # the same in any browser
 
 
+@pytest.mark.slow  # builds the app twice (about 3 s)
 def test_the_sign_in_button_appears_only_where_the_space_provides_oauth(tmp_path, monkeypatch):
     from playground.ui.app import build_app
 

@@ -68,7 +68,7 @@ def test_token_strips_fit_the_analyze_box(n_units):
     _fits(analysis.token_strips_chart(_importance(n_units)).to_dict(), layout.FULL)
 
 
-@pytest.mark.parametrize("n_units", [6, 20, 60])
+@pytest.mark.parametrize("n_units", [6, 20, pytest.param(60, marks=pytest.mark.slow)])  # 60 units: about 9 s
 def test_seq2seq_matrices_row_fits_the_analyze_box(n_units):
     spec = analysis.matrices_chart(_importance(n_units, n_rows=n_units)).to_dict()
     row = spec["vconcat"][0]["hconcat"]

@@ -91,6 +91,7 @@ def test_two_runs_in_two_threads_each_get_their_solo_curve(device):
     assert got == solo
 
 
+@pytest.mark.slow  # torch.compile of a training step (about 4 s)
 def test_a_scoped_training_step_compiles_without_graph_breaks():
     def step(model: GPT, x: torch.Tensor) -> torch.Tensor:
         return F.cross_entropy(model(x).flatten(0, 1), x.roll(-1, 1).flatten())

@@ -60,6 +60,7 @@ def test_child_errors_come_back_as_user_errors() -> None:
         run_build_in_child("hello world " * 10, TokenizerOptions(vocab_size=100))
 
 
+@pytest.mark.slow  # a child process built and terminated (about 3 s)
 def test_closing_the_build_terminates_the_child_within_seconds() -> None:
     slow = dataclasses.replace(FULL_CAPS, max_pretoken_chars=10**7)
     gen = iter_build_in_child(_no_space(400_000), TokenizerOptions(vocab_size=4000), slow)

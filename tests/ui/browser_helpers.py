@@ -13,9 +13,11 @@ BROWSER_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-dev-shm-usage", "--disable-component-update", "--no-first-run",
                  "--window-size=1400,1000")
 
-# Mark a browser test module with: pytestmark = BROWSER
+# Mark a browser test module with: pytestmark = BROWSER. Browser tests are also `slow`: the day-to-day
+# tier (`pytest -m "not slow"`) runs without Chromium; the whole suite (CI) runs them all.
 BROWSER = [
     pytest.mark.browser,
+    pytest.mark.slow,
     pytest.mark.skipif(not HAVE_CHROMIUM,
                        reason="Debian's chromium and chromium-driver are not installed (.ci/run installs them)"),
 ]

@@ -68,6 +68,7 @@ def hold_heavy_slots(url: str, n: int = 2) -> list:
     return jobs
 
 
+@pytest.mark.slow  # fills every heavy slot with a training (about 7 s)
 def test_generation_runs_while_every_heavy_slot_trains(lanes_server):
     jobs = hold_heavy_slots(lanes_server.url)
     try:
