@@ -29,6 +29,8 @@ from typing import Any
 
 import torch
 
+from playground.analysis.explain import attention as am
+from playground.analysis.explain import attributions as at
 from playground.bench.analysis_query import BASELINE_ID, gpt_query, whole_analysis
 
 SIZE = {"n_layer": 4, "n_head": 4, "d_model": 128, "block_size": 128}
@@ -62,9 +64,6 @@ def _best(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
 
 def ours(model: torch.nn.Module, ids: torch.Tensor, target: int, steps: int, repeats: int) -> dict[str, Any]:
     """Time each of our methods; returns seconds per method plus the IG and LOO vectors."""
-    from playground.analysis.explain import attention as am
-    from playground.analysis.explain import attributions as at
-
     q = gpt_query(model, ids, target)
     times: dict[str, float] = {}
     times["record"], rec = _best(lambda: am.record(q), repeats)

@@ -34,6 +34,7 @@ from playground.analysis.experiments.runner import (
     parse_ints,
 )
 from playground.analysis.experiments.summary import summarize
+from playground.bench.experiments import run_bench
 from playground.bundle import load_bundle
 from playground.cli import workspace_from
 from playground.errors import PlaygroundError
@@ -156,8 +157,6 @@ def format_result(result: ExperimentResult) -> str:
 def run(args: argparse.Namespace) -> int:
     printer = _Printer(args.quiet)
     if args.name == "bench":
-        from playground.bench.experiments import run_bench  # function-level, like the other benches
-
         return run_bench(args)
     if not args.checkpoint:
         raise PlaygroundError(f"`analyze experiment {args.name}` needs a CHECKPOINT (a model name or bundle folder).")

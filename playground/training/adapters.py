@@ -14,7 +14,6 @@ from torch import Tensor, nn
 from playground.data.policy import DataPolicy
 from playground.errors import NotFoundError
 from playground.models.base import ModelConfig
-from playground.models.unwrap import unwrap_model
 from playground.training.config import TrainConfig
 from playground.training.device import DeviceCaps
 from playground.workspace import Workspace
@@ -104,8 +103,3 @@ def resolve_tokenizer(name: str, workspace: Workspace | None) -> Tokenizer:
         raise NotFoundError(f"data.tokenizer = {name!r}: no such tokenizer in the workspace (have: {have}); "
                             "use data.tokenizer=char for characters.")
     return workspace.load_tokenizer(name)
-
-
-def plain_model(model: nn.Module) -> nn.Module:
-    """The model under any DDP / torch.compile wrapper."""
-    return unwrap_model(model)

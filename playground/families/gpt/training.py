@@ -10,8 +10,9 @@ from torch import Tensor, nn
 
 from playground.data.policy import DataPolicy
 from playground.data.splits import split_text
+from playground.models.unwrap import unwrap_model
 from playground.tokenization.simple import build_char_tokenizer
-from playground.training.adapters import FamilyAdapter, Prepared, Preview, plain_model, resolve_tokenizer, to_device
+from playground.training.adapters import FamilyAdapter, Prepared, Preview, resolve_tokenizer, to_device
 from playground.training.config import TrainConfig, build_model_config
 from playground.training.data import (
     TextData,
@@ -60,7 +61,7 @@ class GPTAdapter(FamilyAdapter):
         (moe_aux_weight x its sum over layers), so the router learns to spread the tokens."""
         logits = model(batch["x"])  # [B,T,V]
         loss = F.cross_entropy(logits.flatten(0, 1), batch["y"].flatten(), label_smoothing=label_smoothing)
-        aux_loss = getattr(plain_model(model), "aux_loss", None)  # GPT's; a model without experts gives None
+        aux_loss = getattr(unwrap_model(model), "aux_loss", None)  # GPT's; a model without experts gives None
         aux = aux_loss() if aux_loss is not None else None
         return loss if aux is None else loss + aux
 

@@ -12,6 +12,7 @@ from torch import Tensor, nn
 from playground.data.pairs import pair_set_unit, pair_tokenizer
 from playground.data.policy import DataPolicy
 from playground.data.splits import split_indices
+from playground.models.unwrap import unwrap_model
 from playground.errors import DataError
 from playground.generation.seq2seq import greedy_decode
 from playground.tokenization.simple import special_ids
@@ -19,7 +20,6 @@ from playground.training.adapters import (
     FamilyAdapter,
     Prepared,
     Preview,
-    plain_model,
     resolve_tokenizer,
     to_device,
 )
@@ -99,7 +99,7 @@ class Seq2SeqAdapter(FamilyAdapter):
     def loss(self, model: nn.Module, batch: dict[str, Tensor], label_smoothing: float = 0.0) -> Tensor:
         """Token cross-entropy; a model with coverage (RNN, See et al.) adds coverage_weight x its
         coverage loss, averaged over the real target tokens."""
-        config = plain_model(model).config
+        config = unwrap_model(model).config
         pad = getattr(config, "pad_id", 0)
         if getattr(config, "coverage", False):
             logits, per_step = model(batch["src"], batch["tgt_in"], return_coverage=True)  # [B,T,V], [B,T]
@@ -132,7 +132,7 @@ class Seq2SeqAdapter(FamilyAdapter):
         data: PairData = prep.payload
         rows = self._val_rows(prep, cfg)
         pad = data.pad_id
-        coverage = bool(getattr(plain_model(model).config, "coverage", False))
+        coverage = bool(getattr(unwrap_model(model).config, "coverage", False))
         total_loss = total_tokens = total_coverage = 0.0
         token_hits: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])  # bucket -> [correct, tokens]
         for lo in range(rows.start, rows.stop, 256):
