@@ -26,6 +26,7 @@ from playground.analysis.numerics import FLOAT64_MAX_PARAMETERS
 from playground.errors import PlaygroundError
 from playground.families import get_family
 from playground.scratch import download_dir
+from playground.screen_memory import recall, remember, text_field
 from playground.ui import (
     causal_view,
     compare_models,
@@ -35,7 +36,7 @@ from playground.ui import (
     heads_view,
 )
 from playground.ui.components import Chart, ReadableImage, Slider
-from playground.ui.context import AppContext, model_choices, text_hint
+from playground.ui.context import AppContext, first_on_page, model_choices, text_hint
 from playground.ui.tables import Table
 from playground.ui.updates import Updates
 from playground.workspace import Workspace
@@ -324,6 +325,10 @@ def run_analysis(workspace: Workspace, device: str, checkpoint: str | None, text
         result = gpu_calls.analyze(workspace, checkpoint, spec, options)
     else:
         result = analyze_checkpoint(bundle, spec, options, device=device, private=True, progress=report)
+    remember(workspace.root, "analyze", {
+        "model": checkpoint, "text": text or "", "sample": sample, "position": position, "target": target,
+        "methods": list(methods), "layer": layer, "head": head, "ig_steps": ig_steps, "ig_auto": bool(ig_auto),
+        "float64": bool(float64)})
     grounding = result.pointing if result.pointing is not None else result.alignment
     heads = None
     if result.heads is not None:
@@ -339,13 +344,56 @@ def run_analysis(workspace: Workspace, device: str, checkpoint: str | None, text
     )
 
 
+# The per-input choices `remember` keeps, in the order restore_choice answers them.
+CHOICES = ("text", "sample", "position", "target", "methods", "layer", "head", "ig_steps", "ig_auto", "float64")
+RESTORED_NOTE = ("Your last analysis of this checkpoint is back in the form (input, target, methods and options): "
+                 "press **Explain** to see it again.")
+
+
+def analyses_models(workspace: Workspace, current: str | None) -> dict[str, Any]:
+    """The checkpoint dropdown's update; a page that opens again starts on the last analysed model."""
+    return model_choices(workspace, current, text_field(recall(workspace.root, "analyze"), "model") or None)
+
+
+def restore_choice(workspace: Workspace, pending: dict[str, Any] | None) -> tuple[Any, ...]:
+    """When the page's first checkpoint is the one the user last analysed, put that analysis'
+    choices back into the form (each checked against what this checkpoint offers now) with a line
+    saying so; the analysis itself is not re-run (seconds of a shared server's CPU for a reload).
+
+    Outputs: the CHOICES components, then the summary (all gr.skip() when there is nothing to bring back)."""
+    skip_all = (gr.skip(),) * (len(CHOICES) + 1)
+    name = pending.get("model") if isinstance(pending, dict) else None
+    last = recall(workspace.root, "analyze")
+    if not name or text_field(last, "model") != name:
+        return skip_all
+    view = checkpoint_view(workspace, name)
+    if view["kind"] is None:
+        return skip_all
+    plain = {k: last.get(k) for k in CHOICES}
+    methods = [m for m in (plain["methods"] or []) if m in view["methods"]] or view["defaults"]
+    sample_ids = [value for _, value in view["samples"]]
+    shown = {
+        "text": text_field(last, "text"),
+        "sample": plain["sample"] if plain["sample"] in sample_ids else None,
+        "position": text_field(last, "position"),
+        "target": plain["target"] if isinstance(plain["target"], (str, int)) else None,
+        "methods": methods,
+        "layer": text_field(last, "layer"),
+        "head": text_field(last, "head"),
+        "ig_steps": plain["ig_steps"] if isinstance(plain["ig_steps"], (int, float)) else gr.skip(),
+        "ig_auto": plain["ig_auto"] if isinstance(plain["ig_auto"], bool) else gr.skip(),
+        "float64": plain["float64"] if isinstance(plain["float64"], bool) else gr.skip(),
+    }
+    return (*(shown[k] for k in CHOICES), RESTORED_NOTE)
+
+
 def build(ctx: AppContext) -> None:
     """Lay out the Analyze tab."""
     device = ctx.settings.resolved_device
     with gr.Row():
         checkpoint = gr.Dropdown(label="Checkpoint", choices=[], interactive=True, elem_id="analyze-model", scale=2)
         about = gr.Markdown("Choose a checkpoint (train one in the Train tab).", elem_id="analyze-about")
-    ctx.on_workspace_change(model_choices, [checkpoint], [checkpoint], api_name="analyze_models")
+    ctx.on_workspace_change(analyses_models, [checkpoint], [checkpoint], api_name="analyze_models")
     with gr.Tabs(elem_id="analyze-views"):
         with gr.Tab("Per input", id="analyze-per-input", elem_id="analyze-per-input"):
             _build_per_input(ctx, device, checkpoint, about)
@@ -405,8 +453,14 @@ def _build_per_input(ctx: AppContext, device: str, checkpoint: gr.Dropdown, abou
                              heads=heads, files=files)
     controls = CheckpointControls.wire(about=about, text=text, image=image, sample=sample, position=position,
                                        target=target, methods=methods, explanation=shown)
+    restored, pending = gr.State(False), gr.State(None)  # once per page: the last analysis' choices come back
     checkpoint.change(ctx.per_user(checkpoint_switched), [ctx.user, checkpoint, handoff], controls,
-                      api_name="analyze_checkpoint", queue=False, show_progress="hidden")
+                      api_name="analyze_checkpoint", queue=False, show_progress="hidden").then(
+        first_on_page, [restored, checkpoint], [restored, pending], queue=False, show_progress="hidden",
+        api_visibility="private")
+    pending.change(ctx.per_user(restore_choice), [ctx.user, pending],
+                   [text, sample, position, target, methods, layer, head, ig_steps, ig_auto, float64, summary],
+                   queue=False, show_progress="hidden", api_visibility="undocumented")
     image.upload(lambda: gr.update(value=None), None, [sample], queue=False, show_progress="hidden",
                  api_visibility="private")
 

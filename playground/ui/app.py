@@ -177,6 +177,8 @@ def build_app(settings: Settings) -> gr.Blocks:
             tab.select(skip_repeats(fn, len(outputs)), [*inputs, last], [*outputs, last], queue=False,
                        show_progress="hidden", api_visibility="undocumented")
             memos.append(last)
+        for fn, inputs, outputs in ctx.restorers:  # what the user last had on screen (a reload)
+            loaded.then(fn, inputs, outputs, queue=False, show_progress="hidden", api_visibility="undocumented")
         # A save anywhere asks every refresher, in one event: the browser's cost of an event grows
         # with every component any earlier event updated (gradio re-reads each one's value), so
         # one event is far cheaper than one per list.

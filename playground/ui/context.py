@@ -51,6 +51,7 @@ class AppContext:
     user: gr.State
     jobs: LiveJobs = field(default_factory=LiveJobs)
     refreshers: list[tuple[Callable[..., Any], list[Any], list[Any], str]] = field(default_factory=list)
+    restorers: list[tuple[Callable[..., Any], list[Any], list[Any]]] = field(default_factory=list)
     tab: gr.Tab | None = None
 
     def on_workspace_change(
@@ -63,6 +64,11 @@ class AppContext:
         """
         name = api_name or (fn.__name__ if fn.__name__.isidentifier() else f"{len(self.refreshers)}")
         self.refreshers.append((self.per_user(fn), [self.user, *inputs], list(outputs), f"refresh_{name}"))
+
+    def on_page_load(self, fn: Callable[..., Any], inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
+        """Run `fn(space, *inputs)` into `outputs` once when a page opens, after the user is known:
+        what the user last had on screen comes back after a reload (playground.screen_memory)."""
+        self.restorers.append((self.per_user(fn), [self.user, *inputs], list(outputs)))
 
     # -- who is asking -------------------------------------------------------------------
     def space_for(self, token: str | None, request: gr.Request | None) -> UserSpace:
@@ -272,12 +278,21 @@ def refresh_all(parts: Sequence[tuple[Callable[..., Any], int, int]]) -> Callabl
     return refresh
 
 
-def model_choices(workspace: Any, current: str | None) -> dict[str, Any]:
+def first_on_page(restored: bool, name: str | None) -> tuple[Any, Any]:
+    """(restored, pending) for a tab that brings back the user's last work once per page: the
+    first checkpoint the page shows goes into `pending` (whose change runs the restore), every
+    later choice leaves both alone, so a model switch starts no event at all."""
+    return (gr.skip(), gr.skip()) if restored else (True, {"model": name})
+
+
+def model_choices(workspace: Any, current: str | None, first: str | None = None) -> dict[str, Any]:
     """A checkpoint dropdown's update: every model the user can see (own, shared, library); a new
-    page opens on the demo GPT (settings.FIRST_MODEL), the model the README starts with."""
+    page opens on `first` when it is listed (the model the user last used there), else on the demo
+    GPT (settings.FIRST_MODEL), the model the README starts with."""
     from playground.settings import FIRST_MODEL
 
-    return choices_update(workspace.names("models"), current, FIRST_MODEL)
+    names = workspace.names("models")
+    return choices_update(names, current, first if first in names else FIRST_MODEL)
 
 
 def text_hint(ctx: AppContext, field: str) -> str | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import logging
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,14 +17,18 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from playground.errors import PlaygroundError
 from playground.limits import cap
 from playground.scratch import download_dir
+from playground.screen_memory import number_field, recall, remember, text_field
 from playground.ui import compare_models, gpu_calls
 from playground.ui.components import Chart, ReadableImage, Slider
-from playground.ui.context import AppContext, model_choices, text_hint, user_errors
+from playground.ui.context import AppContext, first_on_page, model_choices, text_hint, user_errors
 from playground.ui.tab_switch import click_tab_js
 from playground.ui.tables import Table
 from playground.ui.updates import Updates
+
+log = logging.getLogger("playground.generate")
 
 MAX_SAMPLES = 8
 DEFAULT_MAX_NEW = 200
@@ -47,7 +52,6 @@ class Env:
 
 def _bundle(env: Env, name: str | None):
     from playground.bundle import cached_bundle
-    from playground.errors import PlaygroundError
 
     if not name:
         raise PlaygroundError(NO_MODEL)
@@ -91,8 +95,41 @@ def describe(bundle) -> str:
 
 
 def refresh_models(env: Env, current: str | None):
-    """Dropdown update with the workspace's models (keeps the current choice)."""
-    return model_choices(env.workspace, current)
+    """Dropdown update with the workspace's models (keeps the current choice); a page that opens
+    again starts on the model of the user's last generation."""
+    return model_choices(env.workspace, current, text_field(recall(env.workspace.root, "generate"), "model") or None)
+
+
+# The inputs of a generation, in generate_text's order after the model (what `remember` keeps).
+RUN_KNOBS = ("prompt", "temperature", "top_k", "top_p", "min_p", "rep", "freq", "pres", "max_new", "seed_box",
+             "num_samples", "stop", "beam_width", "length_penalty", "context")
+
+
+def restore_generation(env: Env, pending: dict[str, Any] | None) -> Iterator[tuple[Any, ...]]:
+    """When the page's first checkpoint is the model of the user's last generation, put that
+    generation's prompt and knobs back and run it again with the seed it drew (the same text,
+    token for token: sampling is seeded), so a reload shows what was on screen.
+
+    Outputs: the RUN_KNOBS inputs, then Generation's fields (all gr.skip() when there is nothing to bring back)."""
+    skip_all = (gr.skip(),) * (len(RUN_KNOBS) + len(Generation(gr.skip(), gr.skip()).values()))
+    name = pending.get("model") if isinstance(pending, dict) else None
+    last = recall(env.workspace.root, "generate")
+    knobs = [last.get(k) for k in RUN_KNOBS]
+    if (not name or text_field(last, "model") != name or not isinstance(knobs[0], str)
+            or any(v is not None and not isinstance(v, (str, int, float)) for v in knobs)):
+        yield skip_all
+        return
+    shown = [v if v is not None or k == "seed_box" else gr.skip() for k, v in zip(RUN_KNOBS, knobs)]
+    args = dict(zip(RUN_KNOBS, knobs))
+    drawn = number_field(last, "seed")
+    args["seed"] = drawn if drawn is not None else args["seed_box"]
+    del args["seed_box"]
+    try:
+        for part in generate_text(env, name, **args):
+            yield (*shown, *part.values())
+    except PlaygroundError as exc:  # e.g. a cap lowered since: the page opens as new, no toast
+        log.info("not re-running the last generation of %s: %s", name, exc)
+        yield skip_all
 
 
 @dataclass(frozen=True)
@@ -364,6 +401,11 @@ def generate_text(env: Env, name, prompt, temperature, top_k, top_p, min_p, rep,
     image = generator.final_image(done) if controls.shows_image else gr.skip()
     routing = generator.routing_view(bundle, done)
     routing_plot, routing_csv = (routing[0], _csv(routing[1], "expert-routing")) if routing else (gr.skip(), gr.skip())
+    remember(env.workspace.root, "generate", {
+        "model": name, "prompt": prompt or "", "temperature": temperature, "top_k": top_k, "top_p": top_p,
+        "min_p": min_p, "rep": rep, "freq": freq, "pres": pres, "max_new": max_new, "seed_box": seed,
+        "seed": done.seed, "num_samples": num_samples, "stop": stop or "", "beam_width": beam_width,
+        "length_penalty": length_penalty, "context": context})
     yield Generation(html, _stats(done, generator), table, plot, state, gr.update(choices=choices, value=None),
                      _csv(table, "tokens"), _csv(align_df, "alignment"), image, routing_plot, routing_csv)
 
@@ -410,7 +452,6 @@ def distribution(env: Env, name, prompt, temperature, top_k, top_p, min_p, state
     """Next-token distribution chart (+ its CSV) for the prompt, or, when a generated token is
     picked, for the prefix just before it."""
     from playground.charts.generation import distribution_chart
-    from playground.errors import PlaygroundError
     from playground.generation.api import next_token_table
     from playground.generation.family import token_pick
 
@@ -584,6 +625,11 @@ def build(ctx: AppContext) -> None:
     result = gr.State(None)
 
     ctx.on_workspace_change(with_env(refresh_models), [model], [model], api_name="generate_models")
+    restored = gr.State(False)  # this page has had its one chance to bring back the last generation
+    pending = gr.State(None)  # the first checkpoint shown, handed to restore_generation
+    generation_outputs = Generation.wire(output=output, stats=stats, table=table, align_plot=align_plot, result=result,
+                                         picker=picker, table_csv=table_csv, align_csv=align_csv,
+                                         result_image=result_image, routing_plot=routing_plot, routing_csv=routing_csv)
     model.change(
         U(select_model), [ctx.user, model],
         ModelView.wire(info=info, prompt=prompt, image_col=image_col, lm_group=lm_group, s2s_group=s2s_group,
@@ -592,7 +638,13 @@ def build(ctx: AppContext) -> None:
                        picker=picker, max_new=max_new, stats=stats, result_image=result_image,
                        routing_plot=routing_plot, context=context, length_box=length_box, routing_csv=routing_csv),
         api_name="generate_select_model", show_progress="minimal", show_progress_on=[info],
-    )
+    ).then(first_on_page, [restored, model], [restored, pending], queue=False, show_progress="hidden",
+           api_visibility="private")
+    # A page that opens again: the user's last generation, run again with its seed (once per page).
+    pending.change(U(restore_generation), [ctx.user, pending],
+                   [prompt, temperature, top_k, top_p, min_p, rep, freq, pres, max_new, seed, num_samples, stop,
+                    beam_width, length_penalty, context, *generation_outputs],
+                   show_progress="hidden", api_visibility="undocumented", **_generate_lane(ctx))
     sample.input(U(pick_sample), [ctx.user, model, sample], [prompt, image],
                  api_name="generate_pick_sample", show_progress="hidden")
     # The previous run's stats line goes at once, in the browser (the light lane may be busy).
@@ -601,9 +653,7 @@ def build(ctx: AppContext) -> None:
         U(generate_text),
         [ctx.user, model, prompt, temperature, top_k, top_p, min_p, rep, freq, pres, max_new, seed, num_samples, stop,
          beam_width, length_penalty, context],
-        Generation.wire(output=output, stats=stats, table=table, align_plot=align_plot, result=result, picker=picker,
-                        table_csv=table_csv, align_csv=align_csv, result_image=result_image,
-                        routing_plot=routing_plot, routing_csv=routing_csv),
+        generation_outputs,
         api_name="generate_text", show_progress="minimal", show_progress_on=[output], **_generate_lane(ctx),
     )
     cls_event = classify_btn.click(None, None, [stats], js="() => 'Classifying…'", queue=False,

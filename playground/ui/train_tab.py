@@ -36,6 +36,7 @@ from playground.errors import ConfigError, PlaygroundError
 from playground.families import FAMILIES, Family, get_family
 from playground.limits import cap_hint
 from playground.scratch import download_dir
+from playground.screen_memory import recall, remember, text_field
 from playground.settings import Settings
 from playground.spaces import LiveJobs
 from playground.training.config import TrainConfig, preset_from_sections, preset_to_toml
@@ -567,6 +568,7 @@ def start_training(workspace: Workspace, settings: Settings, preset_name: str | 
             raise PlaygroundError(f"A model named {name!r} exists; choose another run name, tick Overwrite, "
                                   "or press Resume to continue it.")
         workspace.check_writable("models", name)
+        remember(workspace.root, "train", {"run": name, "preset": preset_name, "toml": toml_text})
         yield from _run_events(workspace, settings, preset, name, False, None, version, stop)
 
 
@@ -585,7 +587,53 @@ def resume_training(workspace: Workspace, settings: Settings, toml_text: str, na
         check_before_start(settings, preset_from_sections(saved, name), overrides)
     with _live_run(workspace, settings, jobs, name) as stop:
         workspace.check_writable("models", name)
+        last = recall(workspace.root, "train")
+        remember(workspace.root, "train", {"run": name, "toml": toml_text,
+                                           "preset": last.get("preset") if last.get("run") == name else None})
         yield from _run_events(workspace, settings, None, name, True, overrides, version, stop)
+
+
+def saved_run_status(workspace: Workspace, name: str) -> str:
+    """The status bar of the saved run `name` as its own stream last drew it: finished with its
+    validation loss, or stopped at the step its checkpoint holds (Resume continues it)."""
+    meta = workspace.get("models", name).meta
+    step = int(meta.get("step") or 0)
+    max_steps = int((meta.get("train") or {}).get("max_steps") or step or 1)
+    metrics, run = meta.get("metrics") or {}, meta.get("run") or {}
+    status = metrics.get("status") or run.get("status")
+    val_loss = metrics.get("val_loss")
+    if status == "finished" and isinstance(val_loss, (int, float)):
+        return progress_html(step, max_steps, f"finished · val loss {val_loss:.4f} · saved as {name}", None, "done")
+    return progress_html(step, max_steps, stopped_text(name, step, True), None, "stopped")
+
+
+def restore_last_run(workspace: Workspace) -> tuple[Any, ...]:
+    """What the Train tab showed for the user's last run, for a page that opens again (a reload):
+    the preset, its TOML, form and run name, the status bar and the curves from the saved run
+    (train_log.csv and metrics.csv, as Resume draws them) and its metrics CSV. Everything stays as
+    the page built it (gr.skip) when there is no last run or its checkpoint is gone.
+
+    Outputs: preset, toml, description, name, *form widgets, then RunView's fields."""
+    keep = (gr.skip(),) * (4 + len(FORM_FIELDS) + len(RunView(gr.skip()).values()))
+    last = recall(workspace.root, "train")
+    name = text_field(last, "run")
+    if not name or not workspace.exists("models", name):
+        return keep
+    meta = workspace.get("models", name).meta
+    toml_text = text_field(last, "toml")
+    try:
+        form = form_updates(toml_text) if toml_text else [gr.skip() for _ in FORM_FIELDS]
+    except PlaygroundError:  # a TOML this version no longer reads: keep the page's own form
+        toml_text, form = "", [gr.skip() for _ in FORM_FIELDS]
+    preset_name = text_field(last, "preset")
+    listed = preset_name in list_presets()
+    description = _describe(load_preset(preset_name, allow_paths=False)) if listed else gr.skip()
+    live = LiveRun(unit=str((meta.get("run") or {}).get("unit") or "tokens"))
+    live.seed(*run_history(workspace, name))
+    view = RunView(saved_run_status(workspace, name), *live.charts(),
+                   metrics_csv=_csv(pd.DataFrame(live.evals), f"{name}-metrics") if live.evals else gr.skip())
+    return (gr.update(value=preset_name) if listed else gr.skip(), toml_text or gr.skip(), description,
+            gr.update(value=name), *form, *view.values())
 
 
 def check_before_start(settings: Settings, preset: Preset, overrides: dict[str, Any] | None = None) -> None:
@@ -849,6 +897,7 @@ def build(ctx: AppContext) -> None:
                       [overlay_plot, bottleneck_plot, overlay_csv, bottleneck_csv], api_name="train_compare")
 
     ctx.on_workspace_change(tokenizer_refresh, [tokenizer, toml], [tokenizer], api_name="train_tokenizers")
+    ctx.on_page_load(restore_last_run, [], [preset, *form_out, *outputs])  # a reload: the last run is back
     ctx.on_workspace_change(runs_refresh, [compare_pick], [runs_df, compare_pick], api_name="train_runs")
 
 
