@@ -133,12 +133,14 @@ def lesson_view(lesson: Lesson) -> tuple[list[Any], list[Any], Callable[..., Any
     slots, run handler)."""
     lane = {"concurrency_id": LANE, "concurrency_limit": LANE_SLOTS}
     gr.Markdown(header_markdown(lesson), latex_delimiters=LATEX, elem_id=f"lesson-{lesson.name}-about")
-    with gr.Row(equal_height=False):
-        widgets = [widget(p) for p in lesson.params]
-    with gr.Row(equal_height=False):
+    # Examples and Run above the settings: a lesson with many settings (Attention's Q, K, V, score,
+    # mask and temperature) pushed Run below a laptop's window (y = 651 of 625).
+    with gr.Row(equal_height=True):
         example = gr.Dropdown(list(lesson.presets), value=None, label="Examples (fill the settings)", scale=3,
                               elem_id=f"lesson-{lesson.name}-example")
         button = gr.Button("Run", variant="primary", scale=1, elem_id=f"lesson-{lesson.name}-run")
+    with gr.Row(equal_height=False):
+        widgets = [widget(p) for p in lesson.params]
     notes = gr.Markdown("", elem_id=f"lesson-{lesson.name}-notes")
     with gr.Row(equal_height=False):
         charts = [Chart(label=f"{lesson.title}: chart {i + 1}", show_label=False, min_width=560, visible=False)

@@ -5,6 +5,8 @@ import uuid
 
 import pytest
 
+from playground.lessons import all_lessons
+
 from tests.ui.browser_helpers import BROWSER, new_browser, open_app, open_tab, text_of
 from tests.ui.test_browser_handoff import (
     choose,
@@ -206,6 +208,12 @@ def test_main_buttons_inside_a_laptop_window(laptop, app_server):
         wait.until(lambda d, b=button: shown(d, b))
         inside, bottom = _in_window(laptop, button)
         assert inside, f"{tab}: #{button} ends at y={bottom:.0f}, below the window"
+    open_tab(laptop, wait, "Lessons")
+    for lesson in all_lessons().values():  # each lesson's Run, above its settings
+        laptop.find_element("id", f"lesson-tab-{lesson.name}-button").click()
+        wait.until(lambda d, n=lesson.name: shown(d, f"lesson-{n}-run"))
+        inside, bottom = _in_window(laptop, f"lesson-{lesson.name}-run")
+        assert inside, f"lesson {lesson.name}: Run ends at y={bottom:.0f}, below the window"
     open_tab(laptop, wait, "Train")
     choose(laptop, wait, "train-preset", "nanogpt-cpu-fast")
     wait.until(lambda d: "nanogpt-cpu-fast" in text_of(d, "#train-description"))
