@@ -18,13 +18,13 @@ from playground.errors import ConfigError, NotFoundError
 from playground.settings import REPO_ROOT
 
 PRESETS_DIR = REPO_ROOT / "presets"
-SECTIONS = ("model", "data", "train")
+SECTIONS = ("model", "data", "train", "log")  # [log]: where the run also reports (playground.training.trackers)
 T = TypeVar("T")
 
 
 @dataclass
 class Preset:
-    """A preset as written: its name, family and the raw `[model]`, `[data]`, `[train]` tables."""
+    """A preset as written: its name, family and the raw `[model]`, `[data]`, `[train]` and `[log]` tables."""
 
     name: str
     family: str
@@ -32,6 +32,7 @@ class Preset:
     model: dict[str, Any] = field(default_factory=dict)
     data: dict[str, Any] = field(default_factory=dict)
     train: dict[str, Any] = field(default_factory=dict)
+    log: dict[str, Any] = field(default_factory=dict)
 
     def section(self, name: str) -> dict[str, Any]:
         return getattr(self, name)
@@ -96,7 +97,8 @@ def parse_overrides(items: list[str] | None) -> dict[str, str]:
 
 def apply_overrides(preset: Preset, overrides: dict[str, Any]) -> Preset:
     """A copy of `preset` with `section.key` values set (strings are parsed later by field type)."""
-    new = dataclasses.replace(preset, model=dict(preset.model), data=dict(preset.data), train=dict(preset.train))
+    new = dataclasses.replace(preset, model=dict(preset.model), data=dict(preset.data), train=dict(preset.train),
+                              log=dict(preset.log))
     for dotted, value in overrides.items():
         section, _, key = dotted.partition(".")
         if section not in SECTIONS or not key:

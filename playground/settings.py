@@ -55,6 +55,7 @@ class DemoCaps:
     max_pretoken_chars: int | None = None  # BPE build: longest "word" the pre-tokenizer leaves (cost ~ length²)
     max_bpe_work: float | None = None  # BPE build: corpus characters x vocabulary size
     allow_compile: bool = True  # train.compile (minutes of CPU before the first step on a shared server)
+    trackers: tuple[str, ...] = ("none", "tensorboard", "trackio", "wandb")  # [log] tracker values allowed
     max_import_params: int | None = None  # pretrained imports (playground.pretrained); None: max_params
     max_patch_cells: int | None = None  # activation patching: cells (one patched row each) per request
 
@@ -110,6 +111,9 @@ DEMO_CAPS = DemoCaps(
     max_pretoken_chars=2000,
     max_bpe_work=2e10,
     allow_compile=False,
+    # A public server's runs report only into their own folder: trackio's one local database would
+    # mix every visitor's runs, and wandb would send them out under the server's account.
+    trackers=("none", "tensorboard"),
     max_import_params=82_000_000,  # distilgpt2-sized (81.9 M)
     max_patch_cells=4096,
     heavy_slots=1,

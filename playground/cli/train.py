@@ -20,6 +20,7 @@ from playground.config import list_presets, load_preset
 from playground.errors import ConfigError
 from playground.settings import DEVICE_CHOICES
 from playground.training.engine import DistInfo, train
+from playground.training.trackers import TRACKERS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -35,6 +36,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--device", default="auto", choices=DEVICE_CHOICES, help="auto = cuda, then mps, then cpu")
     parser.add_argument("--resume", metavar="NAME", help="continue the run saved as NAME (its optimizer state too)")
     parser.add_argument("--quiet", action="store_true", help="print only evaluations and the final line")
+    parser.add_argument("--tracker", choices=TRACKERS, help="also report to this tracker (the preset's [log] tracker): "
+                        "tensorboard writes event files into the run's folder; trackio and wandb need their package")
+    parser.add_argument("--project", help="the tracker's project (the preset's [log] project; default 'playground')")
     parser.set_defaults(func=run)
 
 
@@ -126,7 +130,9 @@ def run(args: argparse.Namespace) -> int:
         stop = threading.Event()
         restore = _stop_on_sigint(stop)
         last = None
-        for ev in train(preset, workspace, name, overrides=args.overrides, device=args.device,
+        overrides = [*args.overrides, *(f"log.{key}={value}" for key, value in
+                                         (("tracker", args.tracker), ("project", args.project)) if value)]
+        for ev in train(preset, workspace, name, overrides=overrides, device=args.device,
                         resume=bool(args.resume), stop=stop, dist=dist):
             last = ev
             if not dist.is_main:

@@ -31,6 +31,7 @@ from tokenizers import Tokenizer
 
 from playground.bundle import read_metrics_csv, save_bundle, write_metrics_csv
 from playground.errors import NotFoundError, PlaygroundError
+from playground.training.trackers import copy_folder
 from playground.workspace import Workspace, write_json
 
 STATE_TENSORS = "train_state.safetensors"
@@ -133,14 +134,17 @@ def save_checkpoint(
     run_info: dict[str, Any],
     generators: dict[str, torch.Generator] | None = None,
     log: list[dict[str, Any]] | None = None,
+    tracker_folder: Path | None = None,
 ) -> Path:
     """Write the bundle `name` atomically (weights, config, tokenizer, metrics, train state).
 
     `generators`: the run's random streams, saved as `rng.<name>` (resumed by the engine);
-    `log`: the run's step events as TRAIN_LOG rows.
+    `log`: the run's step events as TRAIN_LOG rows; `tracker_folder`: a tracker's files the bundle
+    keeps (TensorBoard's event files, as `tensorboard/`).
     """
 
     def write_extra(tmp: Path) -> None:
+        copy_folder(tracker_folder, tmp)
         if log is not None:
             write_metrics_csv(tmp / TRAIN_LOG, [{k: row.get(k) for k in LOG_COLUMNS} for row in log])
         if optimizer is None:  # train.save_optimizer = false: a lighter, non-resumable bundle

@@ -56,6 +56,7 @@ from playground.training.flops import device_peak, mfu
 from playground.training.optim import MuonAdamW, muon_param_groups
 from playground.training.schedules import make_scheduler
 from playground.training.spec import RunSpec, check_run_sizes, resolve_run
+from playground.training.trackers import TB_FOLDER, NoTracker, Tracker, finish_quietly, open_tracker
 from playground.workspace import Workspace, validate_name
 
 
@@ -224,6 +225,7 @@ class _Run:
     elapsed_s: float = 0.0
     seen: int = 0  # tokens or samples trained on
     saved_step: int = -1
+    tracker: Tracker = field(default_factory=NoTracker)  # where the run also reports ([log]; main process only)
 
 
 def _summary(run: _Run, status: str) -> dict[str, Any]:
@@ -249,6 +251,7 @@ def _save(run: _Run, status: str) -> str:
         summary=_summary(run, status), tokenizer=run.prep.tokenizer, class_names=run.prep.class_names,
         optimizer=run.optimizer if cfg.save_optimizer else None,
         scheduler=run.scheduler if cfg.save_optimizer else None, generators=run.generators, log=run.log,
+        tracker_folder=run.tracker.folder(),
         run_info={"status": status, "saved_at": round(time.time(), 3), "elapsed_s": round(run.elapsed_s, 3), "seen": run.seen,
                   "unit": run.adapter.unit,
                   "device": run.caps.describe(), "world_size": run.dist.world_size,
@@ -353,6 +356,9 @@ def _setup(
     run = _Run(spec, adapter, prep, model, train_model, optimizer, scheduler, caps, dist, workspace, name, rows,
                generators, log, step=step, elapsed_s=state.elapsed_s if state else 0.0)
     run.saved_step = step if state is not None else -1
+    if dist.is_main:  # last: nothing above may fail with a tracker run left open
+        previous = workspace.path("models", name) / TB_FOLDER if state is not None else None
+        run.tracker = open_tracker(spec.log, name, spec.sections(), previous=previous, resume_step=step)
     return run, notes
 
 
@@ -379,7 +385,10 @@ def train(
     """
     dist = dist or DistInfo.from_env()
     run, notes = _setup(preset, workspace, name, overrides, device, resume, max_steps_cap, dist, limits, policy)
-    yield from _loop(run, notes, stop)
+    try:
+        yield from _loop(run, notes, stop)
+    finally:
+        finish_quietly(run.tracker, {"step": run.step, **(run.rows[-1] if run.rows else {})})
 
 
 def _eval(run: _Run, train_losses: list[float], rate: float | None, lr: float) -> tuple[dict[str, Any], Preview | None]:
@@ -519,6 +528,7 @@ def _loop(run: _Run, notes: list[str], stop: StopFlag) -> Iterator[TrainEvent]:
                 logged = sum(window_losses) / len(window_losses)
                 run.log.append({"step": run.step, "train_loss": logged, "lr": lr, "grad_norm": grad_norm,
                                 "throughput": rate})
+                run.tracker.log(run.step, {"train_loss": logged, "lr": lr, "grad_norm": grad_norm, "throughput": rate})
                 yield event("step", train_loss=logged, lr=lr, grad_norm=grad_norm,
                             throughput=rate, mfu=mfu(rate, flops_per_unit, peak_all),
                             eta_s=remaining * step_time + evals_left * eval_time)
@@ -529,6 +539,7 @@ def _loop(run: _Run, notes: list[str], stop: StopFlag) -> Iterator[TrainEvent]:
                 row, preview = _eval(run, since_eval, rate, lr)
                 since_eval = []
                 run.rows.append(row)
+                run.tracker.log(run.step, {k: v for k, v in row.items() if k not in ("step", "train_loss", "lr")})
                 ckpt = _save(run, "finished" if run.step == cfg.max_steps else "running")
                 eval_time = time.perf_counter() - te
                 metrics = {k: v for k, v in row.items() if k not in ("step", "train_loss", "val_loss", "lr", "elapsed_s")}

@@ -5,6 +5,7 @@ module, and resolving a preset asks the families (their config and data dataclas
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,7 @@ from playground.families import FAMILIES, get_family
 from playground.models.base import ModelConfig
 from playground.settings import DemoCaps
 from playground.training.config import TrainConfig, check_model_values, preset_sections
+from playground.training.trackers import TRACKERS, LogConfig, check_tracker
 
 
 @dataclass
@@ -30,6 +32,7 @@ class RunSpec:
     preset: Preset
     train: TrainConfig
     data: Any  # the family adapter's data config dataclass
+    log: LogConfig = dataclasses.field(default_factory=LogConfig)  # where the run also reports
 
     @property
     def family(self) -> str:
@@ -46,7 +49,7 @@ class RunSpec:
 
 def resolve_run(preset: Preset | str, overrides: dict[str, Any] | list[str] | None = None,
                 caps: DemoCaps | None = None, check_steps: bool = True) -> RunSpec:
-    """Apply overrides and type-check the `[data]`, `[train]` and `[model]` sections.
+    """Apply overrides and type-check the `[data]`, `[train]`, `[model]` and `[log]` sections.
 
     Every size is checked against `caps` (default FULL_CAPS) before anything is loaded or built;
     `check_steps=False` leaves train.max_steps to the caller (a server that caps it says so).
@@ -63,7 +66,7 @@ def resolve_run(preset: Preset | str, overrides: dict[str, Any] | list[str] | No
     check_model_values(family.config_cls, preset.model)
     data: Any = build_dataclass(family.adapter.data_config_cls, preset.data, "data")
     train = build_dataclass(TrainConfig, preset.train, "train")
-    spec = RunSpec(preset=preset, train=train, data=data)
+    spec = RunSpec(preset=preset, train=train, data=data, log=build_dataclass(LogConfig, preset.log, "log"))
     check_run_sizes(spec, caps, check_steps)
     return spec
 
@@ -71,6 +74,7 @@ def resolve_run(preset: Preset | str, overrides: dict[str, Any] | list[str] | No
 def check_run_sizes(spec: RunSpec, caps: DemoCaps | None = None, check_steps: bool = True) -> None:
     """TooBigError unless `[train]`, `[data]` and the `[model]` known so far fit `caps` (default FULL_CAPS)."""
     limits.check_train_config(spec.train, caps, check_steps=check_steps)
+    check_tracker(spec.log, caps.trackers if caps is not None else TRACKERS)
     limits.check_data_config(spec.data, caps)
     data = limits.check_data_memory(spec.data, caps)  # generated pairs count against the run's memory too
     limits.check_model_values(spec.family, check_model_values(get_family_config(spec.family), spec.preset.model),
