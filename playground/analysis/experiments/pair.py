@@ -218,7 +218,8 @@ def read_inputs(bundle: Bundle, inputs: HeldOutInputs, device: str = "cpu") -> t
     kind = "classifier" if inputs.task.endswith("classification") else "lm"
     names = list(bundle.class_names) if bundle.class_names else None
     held = HeldOut(bundle.family, kind, queries, labels, units, gold, masks, names,
-                   description=f"{len(queries)} of {inputs.description} (read by {bundle.name})")
+                   description=inputs.description if len(queries) == len(inputs) else
+                   f"{len(queries)} of {inputs.description}")
     return held, problems
 
 
@@ -234,7 +235,7 @@ def common_inputs(bundles: Sequence[Bundle], inputs: HeldOutInputs, device: str 
         raise PlaygroundError(f"No held-out example can be read by both models ({reason}).")
     keep = [i for i, good in enumerate(ok) if good]
     inputs = dataclasses.replace(inputs, examples=[inputs.examples[i] for i in keep],
-                                 description=f"{len(keep)} of {inputs.description}")
+                                 description=f"{len(keep)} of the {inputs.description}")
     return [read_inputs(b, inputs, device)[0] for b in bundles], len(ok) - len(keep), reason
 
 
@@ -332,8 +333,7 @@ def iter_pair(name: str, bundles: Sequence[Bundle], options: ExperimentOptions |
     if inputs is None:
         inputs = draw_inputs(bundles[0], o.n, o.seed, workspace)
     helds, left_out, reason = common_inputs(bundles, inputs, o.device)
-    pair = PairResult(name, [b.name for b in bundles], [None, None], helds[0].description.split(" (read by")[0],
-                      left_out, reason)
+    pair = PairResult(name, [b.name for b in bundles], [None, None], helds[0].description, left_out, reason)
     n = len(helds[0])
     total, loop_s = 2 * n, 0.0
     for k, (bundle, held) in enumerate(zip(bundles, helds)):
