@@ -132,7 +132,8 @@ def test_view_accepts_a_shared_checkpoint_dropdown(env):
             with gr.Tab("Experiments"):
                 view.build(ctx, shared)
     names = {d.api_name for d in app.fns.values()}
-    assert "experiments_run" in names and not ctx.refreshers  # the shared dropdown is refreshed by its owner
+    assert "experiments_run" in names  # the shared dropdown is refreshed by its owner; the view's own second-model one here
+    assert [api_name for *_, api_name in ctx.refreshers] == ["refresh_experiments_second_models"]
     run_fn = next(d for d in app.fns.values() if d.api_name == "experiments_run")
     assert run_fn.inputs[0] is ctx.user and run_fn.inputs[1] is shared
 
@@ -175,8 +176,9 @@ def test_defaults_eta_and_a_cleared_result_area():
     assert view.eta_text(12.4, 0, 10) == "12 s so far"
     # 3 of 10 done in 9 s of the example loop: 7 left at 3 s each = 21 s -> "about 25 s"
     assert view.eta_text(12.4, 3, 10, 9.0) == "12 s so far, about 25 s left"
-    status, summary, _chart, _table, _files, path, box, _example_chart = view.cleared()
+    status, summary, _chart, _table, _files, path, box, _example_chart, head, second_box, *second = view.cleared()
     assert status == summary == "" and path is None and box == {"__type__": "update", "visible": False}
+    assert head == "" and second_box == {"__type__": "update", "visible": False} and second == ["", "", None, None]
 
 
 def test_estimate_line_before_a_run(env):
@@ -216,3 +218,32 @@ def test_retrain_steps_of_0_mean_the_presets_and_other_counts_refuse_0():
             count_field(bad, "Retrain steps", zero_is_empty=True)
     with pytest.raises(PlaygroundError, match="at least 1"):
         count_field(0, "Permutations", default=100)
+
+
+@pytest.mark.slow  # an import and two models' runs and timings: about 4 s
+def test_a_second_model_fills_the_second_column_and_the_estimate_times_both(env, tmp_path):
+    from playground.pretrained.importer import import_pretrained
+    from tests.pretrained.conftest import save
+
+    ws, settings = env
+    if not ws.exists("models", "gpt2-tiny"):
+        import_pretrained(str(save("GPT2LMHeadModel", tmp_path / "gpt2").folder), ws, "gpt2-tiny")
+    args = {**RUN_DEFAULTS, "module": "blocks.1.attn"}  # the first model's default: each model's last layer
+    outputs = list(view.run_experiment(ws, settings, "tiny", "permutation", *args.values(), second="gpt2-tiny"))
+    last = outputs[-1]
+    assert outputs[0].status.startswith("Running: Random permutation (J&W) on tiny and gpt2-tiny, 3 examples each")
+    assert last.status.startswith("Done: 3 examples on each model") and "Both models read the same 3 windows" in last.status
+    assert (last.first_head, last.second_head) == ("**tiny**", "**gpt2-tiny**")
+    assert last.second_box == {"__type__": "update", "visible": True}
+    for summary in (last.summary, last.second_summary):
+        assert "median TVD" in summary and "of 3 examples" in summary
+    assert not last.table.empty and not last.second_table.empty and last.second_chart.to_dict()
+    assert sorted(Path(f).name for f in last.files) == ["permutation-gpt2-tiny.csv", "permutation-gpt2-tiny.json",
+                                                         "permutation-tiny.csv", "permutation-tiny.json"]
+    text, calib = view.estimate(ws, settings, "tiny", "permutation", *RUN_DEFAULTS.values(), None, second="gpt2-tiny")
+    assert "3 examples on each of tiny and gpt2-tiny" in text and "on both models together" in text
+    assert calib["key"] != view.estimate(ws, settings, "tiny", "permutation", *RUN_DEFAULTS.values())[1]["key"]
+    refused, _ = view.estimate(ws, settings, "tiny", "seeds", *RUN_DEFAULTS.values(), None, second="gpt2-tiny")
+    assert refused.startswith("No estimate: The seeds experiment retrains")
+    one = list(view.run_experiment(ws, settings, "tiny", "permutation", *RUN_DEFAULTS.values()))[-1]
+    assert one.second_box == {"__type__": "update", "visible": False} and one.first_head == ""
