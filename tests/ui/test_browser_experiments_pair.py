@@ -47,6 +47,7 @@ def test_the_experiments_show_two_models_in_two_columns(browser, pair_server, tm
     assert first != second
     assert "Both models read the same 2 windows" in text_of(browser, "#exp-status")
     wait.until(lambda d: d.find_elements("css selector", "#exp-chart-2 canvas, #exp-chart-2 svg"))
+    browser.execute_script("document.getElementById('exp-col-1-head').scrollIntoView()")
     browser.save_screenshot(str(tmp_path / "experiments-two-models.png"))
     choose(browser, wait, "exp-second", "none: one model")
     wait.until(lambda d: not shown(d, "exp-col-2"))  # back to one column, the old result cleared
