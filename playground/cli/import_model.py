@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Generator
+from contextlib import closing
 from typing import Any
 
 from playground.cli import workspace_from
@@ -39,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
     plan = plan_import(args.source, caps=settings.caps, offline=True if args.offline else None, revision=args.revision)
     print(plan.summary(), flush=True)
     name = check_name(plan, workspace, args.name)  # before any download
-    tensors = print_progress(iter_weights(plan.source))
+    with closing(iter_weights(plan.source)) as weights:  # Ctrl-C closes it: the download is cut off
+        tensors = print_progress(weights)
     path = run_import(plan, workspace, name, tensors=tensors)
     where = "library" if args.library else "workspace"
     print(f"imported {path.name!r} into the {where} ({path.parent.parent}); read-only: analyse it, generate with it, "

@@ -4,8 +4,8 @@
 file and calls its ``update(n)`` with every chunk it writes. :func:`byte_reporter` builds such a
 class that draws nothing and instead reports a :class:`DownloadProgress` (file, bytes so far,
 bytes in all) to a callback, and that raises :class:`DownloadStopped` at the next chunk once
-``stop`` says so: huggingface_hub leaves its ``*.incomplete`` file (never a whole-looking one)
-and the import saves nothing.
+``stop`` says so: huggingface_hub deletes its partial ``*.incomplete`` file (2.x; older versions
+keep it to resume), nothing that looks whole is left in its cache, and the import saves nothing.
 """
 from __future__ import annotations
 

@@ -9,6 +9,7 @@ half-written is kept.
 from __future__ import annotations
 
 import shutil
+from contextlib import closing
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -84,16 +85,16 @@ def import_model(space: UserSpace, caps: Any, hub_id: str | None, files: Sequenc
     plan = make_plan(space, caps, hub_id, files)
     name = check_name(plan, space, (name or "").strip() or None)  # before any download
     yield f"{plan.summary()}. Fetching the weights…", version
-    weights = iter_weights(plan.source)
-    while True:
-        try:
-            event = next(weights)
-        except StopIteration as done:
-            tensors = done.value
-            break
-        if progress is not None:
-            progress(event.fraction, desc=event.line())
-        yield f"{plan.summary()}. {event.line()}… (Stop cuts it off: nothing is imported.)", version
+    with closing(iter_weights(plan.source)) as weights:  # closed by a Stop: the download is cut off
+        while True:
+            try:
+                event = next(weights)
+            except StopIteration as done:
+                tensors = done.value
+                break
+            if progress is not None:
+                progress(event.fraction, desc=event.line())
+            yield f"{plan.summary()}. {event.line()}… (Stop cuts it off: nothing is imported.)", version
     yield f"{plan.summary()}. Converting…", version  # Stop before here: nothing is saved
     path = run_import(plan, space, name, tensors=tensors)
     yield (f"Imported **{path.name}** into your space ({plan.converter.family}): pick it in Generate or Analyze, "
