@@ -55,7 +55,7 @@ def byte_reporter(filename: str, report: Callable[[DownloadProgress], None], sto
     """A tqdm class for huggingface_hub's ``tqdm_class`` that reports ``filename``'s bytes to
     ``report`` (once at the start, then after every chunk) and stops the download when ``stop`` is set."""
 
-    class ByteReporter(tqdm):  # type: ignore[misc] - tqdm is untyped
+    class ByteReporter(tqdm):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             kwargs.pop("name", None)
             kwargs["disable"] = True  # nothing drawn on a terminal: the caller shows the progress

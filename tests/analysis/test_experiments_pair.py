@@ -189,3 +189,34 @@ def test_cli_second_model_prints_both_and_writes_both(ws: Workspace, tmp_path: P
                  "--n", "2", "--quiet", "--out", str(js)]) == 0
     data = json.loads(js.read_text())
     assert data["models"] == ["own-gpt", "gpt2-tiny"] and len(data["results"]) == 2
+
+
+def test_masked_language_models_read_the_same_masked_texts(tmp_path: Path) -> None:
+    """The shipped review MLM beside a tiny random BERT (WordPiece, 256 positions): each reads the
+    held-out texts with its own [MASK] at the same word, and the experiment explains that position."""
+    import shutil
+
+    import transformers as tf  # function-level: a test extra, slow to import
+
+    from playground.settings import REPO_ROOT
+
+    ws = Workspace(tmp_path / "ws")
+    shutil.copytree(REPO_ROOT / "checkpoints" / "models" / "bert-mlm-reviews", ws.path("models", "bert-mlm-reviews"))
+    torch.manual_seed(2)
+    config = tf.BertConfig(vocab_size=120, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                           intermediate_size=48, max_position_embeddings=256, pad_token_id=0)
+    config._attn_implementation = "eager"
+    tf.BertForMaskedLM(config).eval().save_pretrained(tmp_path / "bert")
+    wordpiece(120).save(str(tmp_path / "bert" / "tokenizer.json"))
+    import_pretrained(str(tmp_path / "bert"), ws, "bert-tiny")
+    own, other = _b(ws, "bert-mlm-reviews"), _b(ws, "bert-tiny")
+    inputs = draw_inputs(own, 3, 0, ws)
+    assert all(e.source.count("[MASK]") == 1 for e in inputs.examples)
+    for bundle in (own, other):
+        held, problems = read_inputs(bundle, inputs)
+        assert problems == [None] * 3
+        for q in held.queries:  # the explained position is the model's own [MASK]
+            assert int(q.inputs[0, int(q.positions[0])]) == bundle.model_config.mask_id
+    pair = drive(iter_pair("permutation", [own, other], ExperimentOptions(n=3, n_perm=5), ws))
+    assert [r.examples_done for r in pair.results] == [3, 3] and pair.left_out == 0
+    assert all("of 3 examples the median TVD" in summarize(r).findings[0] for r in pair.results)

@@ -167,23 +167,26 @@ def _as_read(bundle: Bundle, text: str, ids: list[int]) -> str:
 
 def _masked_text(bundle: Bundle, ids: list[int]) -> str:
     """Framed MLM ids as text: the pieces around the mask decoded, the mask written as MASK_TEXT."""
-    c = bundle.model_config
+    c: Any = bundle.model_config
+    tok: Any = bundle.tokenizer
     inner = [i for i in ids if i not in (c.cls_id, c.sep_id, c.pad_id)]
-    parts, piece = [], []
+    parts: list[str] = []
+    piece: list[int] = []
     for i in inner:
         if i == c.mask_id:
-            parts.append(bundle.tokenizer.decode(piece, skip_special_tokens=True))
+            parts.append(tok.decode(piece, skip_special_tokens=True))
             piece = []
         else:
             piece.append(i)
-    parts.append(bundle.tokenizer.decode(piece, skip_special_tokens=True))
+    parts.append(tok.decode(piece, skip_special_tokens=True))
     return f" {MASK_TEXT} ".join(p.strip() for p in parts).strip()
 
 
 def _spec(bundle: Bundle, task: str, example: AnalysisExample) -> InputSpec:
     text = example.source
     if task == "masked-token prediction" and text is not None and bundle.tokenizer is not None:
-        mask = bundle.tokenizer.id_to_token(int(bundle.model_config.mask_id)) or MASK_TEXT
+        config: Any = bundle.model_config
+        mask = bundle.tokenizer.id_to_token(int(config.mask_id)) or MASK_TEXT
         text = text.replace(MASK_TEXT, mask)
     return InputSpec(text=text, image=example.image)
 
@@ -200,7 +203,8 @@ def read_inputs(bundle: Bundle, inputs: HeldOutInputs, device: str = "cpu") -> t
     input is then left out of the queries)."""
     family = get_family(bundle.family)
     classes = _class_map(inputs, bundle) if inputs.task.endswith("classification") else {}
-    queries, labels, units, gold, masks, problems = [], [], [], [], [], []
+    queries, labels, units, gold, masks = [], [], [], [], []
+    problems: list[str | None] = []
     for ex in inputs.examples:
         true = None if ex.true_label is None else classes.get(int(ex.true_label))
         sample = dataclasses.replace(ex, true_label=true) if inputs.task.endswith("classification") else None
