@@ -220,3 +220,34 @@ def test_masked_language_models_read_the_same_masked_texts(tmp_path: Path) -> No
     pair = drive(iter_pair("permutation", [own, other], ExperimentOptions(n=3, n_perm=5), ws))
     assert [r.examples_done for r in pair.results] == [3, 3] and pair.left_out == 0
     assert all("of 3 examples the median TVD" in summarize(r).findings[0] for r in pair.results)
+
+
+def test_image_classifiers_read_the_same_images_and_masks(tmp_path: Path) -> None:
+    """The shipped vit-shapes beside a tiny random ViT of the same four classes (another order,
+    upper case, 16-pixel images): the same images, each resized to its model; the pointing game's
+    object masks come along; true classes are matched by name."""
+    import shutil
+
+    import transformers as tf  # function-level: a test extra, slow to import
+
+    from playground.settings import REPO_ROOT
+
+    ws = Workspace(tmp_path / "ws")
+    shutil.copytree(REPO_ROOT / "checkpoints" / "models" / "vit-shapes", ws.path("models", "vit-shapes"))
+    names = ["CROSS", "CIRCLE", "TRIANGLE", "SQUARE"]
+    torch.manual_seed(3)
+    config = tf.ViTConfig(image_size=16, patch_size=4, num_channels=3, hidden_size=32, num_hidden_layers=2,
+                          num_attention_heads=4, intermediate_size=48, id2label=dict(enumerate(names)),
+                          label2id={n: i for i, n in enumerate(names)})
+    config._attn_implementation = "eager"
+    tf.ViTForImageClassification(config).eval().save_pretrained(tmp_path / "vit")
+    import_pretrained(str(tmp_path / "vit"), ws, "vit-tiny")
+    own, other = _b(ws, "vit-shapes"), _b(ws, "vit-tiny")
+    held = load_held_out(own, 3, 0, ws)
+    inputs = draw_inputs(own, 3, 0, ws)
+    theirs, problems = read_inputs(other, inputs)
+    assert problems == [None] * 3 and tuple(theirs.queries[0].inputs.shape[-2:]) == (16, 16)
+    assert [names[g].lower() for g in theirs.gold] == [own.class_names[g] for g in held.gold]  # matched by name
+    assert all(m is not None and m.any() for m in theirs.masks)
+    pair = drive(iter_pair("pointing", [own, other], ExperimentOptions(n=3, methods=("attention", "random")), ws))
+    assert [r.examples_done for r in pair.results] == [3, 3]
