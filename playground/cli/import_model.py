@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_progress(weights: Generator[DownloadProgress, None, Any], steps: int = 10) -> Any:
+def print_progress(weights: Generator[DownloadProgress | None, None, Any], steps: int = 10) -> Any:
     """Print a download's progress lines (its start, every 1/steps of a file, its end); return the weights."""
     shown: dict[str, int | None] = {}
     while True:
@@ -57,6 +57,8 @@ def print_progress(weights: Generator[DownloadProgress, None, Any], steps: int =
             event = next(weights)
         except StopIteration as done:
             return done.value
+        if event is None:  # nothing downloaded yet
+            continue
         step = None if event.fraction is None else int(event.fraction * steps)  # 0 .. steps
         if event.filename not in shown or shown[event.filename] != step:
             shown[event.filename] = step

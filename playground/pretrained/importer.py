@@ -123,15 +123,19 @@ def read_weights(src: Source) -> dict[str, Tensor]:
 
 
 _DONE = object()
+HEARTBEAT_S = 0.5  # a stalled download still yields this often, so a Stop is taken at once
 
 
-def iter_weights(src: Source, stop: StopFlag = None) -> Generator[DownloadProgress, None, dict[str, Tensor]]:
+def iter_weights(src: Source, stop: StopFlag = None,
+                 heartbeat_s: float | None = HEARTBEAT_S) -> Generator[DownloadProgress | None, None, dict[str, Tensor]]:
     """:func:`read_weights` with byte progress: yields a DownloadProgress as huggingface_hub writes
     each chunk of a Hub file (nothing for a local folder or a cached file) and returns the tensors.
 
     The download runs in a worker thread. Closing this generator (a Stop in the app, Ctrl-C in
     the CLI) or ``stop`` cuts it off at its next chunk (DownloadStopped in the worker): nothing is
-    returned, so nothing is imported.
+    returned, so nothing is imported. While no chunk arrives it yields the last progress again
+    (None before the first) every ``heartbeat_s`` seconds, so the app can close it even when the
+    network stalls (None: wait for the next chunk).
     """
     events: queue.Queue[Any] = queue.Queue()
     closed = threading.Event()
@@ -148,8 +152,17 @@ def iter_weights(src: Source, stop: StopFlag = None) -> Generator[DownloadProgre
 
     worker = threading.Thread(target=work, name=f"download {src.label}", daemon=True)
     worker.start()
+    last: DownloadProgress | None = None
     try:
-        while (item := events.get()) is not _DONE:
+        while True:
+            try:
+                item = events.get(timeout=heartbeat_s)
+            except queue.Empty:
+                yield last  # no new bytes: the same progress, a chance to stop
+                continue
+            if item is _DONE:
+                break
+            last = item
             yield item
     finally:
         closed.set()  # a closed generator: the worker stops at the next chunk

@@ -92,6 +92,9 @@ def import_model(space: UserSpace, caps: Any, hub_id: str | None, files: Sequenc
             except StopIteration as done:
                 tensors = done.value
                 break
+            if event is None:  # nothing downloaded yet (a stalled start): the line stays
+                yield f"{plan.summary()}. Fetching the weights…", version
+                continue
             if progress is not None:
                 progress(event.fraction, desc=event.line())
             yield f"{plan.summary()}. {event.line()}… (Stop cuts it off: nothing is imported.)", version

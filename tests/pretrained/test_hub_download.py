@@ -67,7 +67,7 @@ def test_download_progress_rises_to_the_file_size(hub: LoopbackHub, saved: dict[
     size = (saved["GPT2LMHeadModel"].folder / WEIGHTS).stat().st_size
     plan = plan_import(REPO, allow_paths=False)
     assert plan.download_bytes == size and not plan.cached  # the size is known before the download
-    weights = iter_weights(plan.source)
+    weights = iter_weights(plan.source, heartbeat_s=None)  # every event a chunk (no repeats of a slow one)
     events = []
     while True:
         try:
@@ -148,3 +148,55 @@ def test_cli_import_prints_the_same_progress(saved: dict[str, Saved], tmp_path: 
     assert shown[-1] == f"Downloading {WEIGHTS}: {human_bytes(size)} of {human_bytes(size)} (100%)"
     assert lines[-1].startswith("imported 'hub-gpt2' into the workspace")
     same_model(Workspace(tmp_path / "ws").path("models", "hub-gpt2"), folder_import(saved, tmp_path))
+
+
+@pytest.mark.slow
+def test_the_served_import_box_streams_the_download(hub: LoopbackHub, saved: dict[str, Saved], tmp_path: Path,
+                                                    tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The real app (this process, so the loopback Hub applies), driven through gradio_client:
+    Import streams the download lines to the status, then the model is in the visitor's space."""
+    from gradio_client import Client
+
+    from tests.conftest import serve_app
+
+    size = (saved["GPT2LMHeadModel"].folder / WEIGHTS).stat().st_size
+    with serve_app(tmp_path_factory, "hub-import") as running:
+        client = Client(running.url, verbose=False)
+        job = client.submit(REPO, None, "hub-gpt2", api_name="/import_model")
+        job.result()
+        statuses = [out[0] if isinstance(out, (list, tuple)) else out for out in job.outputs()]
+        space = running.space_of(client)
+        imported = space.path("models", "hub-gpt2")
+        assert imported.is_dir()
+        same_model(imported, folder_import(saved, tmp_path))
+    assert statuses[0].endswith("Fetching the weights…")
+    assert any(f"Downloading {WEIGHTS}: {human_bytes(size)} of {human_bytes(size)} (100%)" in s for s in statuses)
+    assert statuses[-1].startswith("Imported **hub-gpt2** into your space")
+
+
+@pytest.mark.slow
+def test_a_served_stop_cuts_the_download_off(hub: LoopbackHub, saved: dict[str, Saved],
+                                             tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Cancelling the served Import half-way (what Stop does) closes the handler: the download
+    ends at its next chunk and nothing reaches the visitor's space."""
+    from gradio_client import Client
+    from huggingface_hub import constants
+
+    from tests.conftest import serve_app
+
+    size = (saved["GPT2LMHeadModel"].folder / WEIGHTS).stat().st_size
+    hub.hold[WEIGHTS] = 5 * CHUNK + 100
+    half = f"{human_bytes(5 * CHUNK)} of {human_bytes(size)}"
+    with serve_app(tmp_path_factory, "hub-stop") as running:
+        client = Client(running.url, verbose=False)
+        job = client.submit(REPO, None, "hub-gpt2", api_name="/import_model")
+        while not any(half in str(out) for out in job.outputs()):  # the server holds the rest back meanwhile
+            assert not job.done(), job.outputs()
+            threading.Event().wait(0.05)
+        job.cancel()
+        hub.release.set()
+        for worker in [t for t in threading.enumerate() if t.name == f"download {REPO}"]:
+            worker.join()
+        assert not running.space_of(client).exists("models", "hub-gpt2")
+    cache = Path(constants.HF_HUB_CACHE) / "models--tiny--gpt2"
+    assert not list(cache.glob(f"snapshots/*/{WEIGHTS}"))  # the worker was stopped, not left to finish
