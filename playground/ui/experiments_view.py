@@ -385,7 +385,7 @@ def _calibrate_pair(workspace: Any, settings: Any, first: Any, second: str, expe
 
     bundles, options = pair_bundles(workspace, settings, first, second, options)
     check_pair(experiment, bundles, options)  # a refusal shows here, next to Run, before any timing
-    if experiment not in TIMED:
+    if experiment not in (*TIMED, "uniform"):  # a pair's uniform baseline scores the held-out examples: timed too
         return None
     return Calibration(experiment, *time_one_example(experiment, bundles, options, workspace))
 

@@ -243,6 +243,8 @@ def test_a_second_model_fills_the_second_column_and_the_estimate_times_both(env,
     text, calib = view.estimate(ws, settings, "tiny", "permutation", *RUN_DEFAULTS.values(), None, second="gpt2-tiny")
     assert "3 examples on each of tiny and gpt2-tiny" in text and "on both models together" in text
     assert calib["key"] != view.estimate(ws, settings, "tiny", "permutation", *RUN_DEFAULTS.values())[1]["key"]
+    uniform, _ = view.estimate(ws, settings, "tiny", "uniform", *RUN_DEFAULTS.values(), None, second="gpt2-tiny")
+    assert "Expected time" in uniform  # on held-out examples, unlike the one-model uniform baseline
     refused, _ = view.estimate(ws, settings, "tiny", "seeds", *RUN_DEFAULTS.values(), None, second="gpt2-tiny")
     assert refused.startswith("No estimate: The seeds experiment retrains")
     one = list(view.run_experiment(ws, settings, "tiny", "permutation", *RUN_DEFAULTS.values()))[-1]
