@@ -335,9 +335,10 @@ def pair_bundles(workspace: Any, settings: Any, first: Any, second: str, options
 def _run_pair(workspace: Any, settings: Any, first: Any, second: str, experiment: str, options: Any, folder: Path,
               progress: Any):
     """run_experiment's two-model run: the result area with one column per model, as it streams."""
-    from playground.analysis.experiments.pair import iter_pair, pair_note
+    from playground.analysis.experiments.pair import check_pair, iter_pair, pair_note
 
     bundles, options = pair_bundles(workspace, settings, first, second, options)
+    check_pair(experiment, bundles, options)  # refused before the "Running" line
     gen = iter_pair(experiment, bundles, options, workspace, caps=settings.caps)
     t0, last_yield, pair = time.perf_counter(), 0.0, None
     yield ExperimentView(f"Running: {EXPERIMENT_LABELS[experiment]} on {first.name} and {second}, "

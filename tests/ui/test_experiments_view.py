@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from playground.config import Preset
+from playground.errors import PlaygroundError
 from playground.settings import make_settings
 from playground.ui import experiments_view as view
 from playground.workspace import Workspace
@@ -249,3 +250,10 @@ def test_a_second_model_fills_the_second_column_and_the_estimate_times_both(env,
     assert refused.startswith("No estimate: The seeds experiment retrains")
     one = list(view.run_experiment(ws, settings, "tiny", "permutation", *RUN_DEFAULTS.values()))[-1]
     assert one.second_box == {"__type__": "update", "visible": False} and one.first_head == ""
+
+
+def test_a_pair_that_cannot_be_compared_is_refused_before_running(env):
+    ws, settings = env
+    runs = view.run_experiment(ws, settings, "tiny", "seeds", *RUN_DEFAULTS.values(), second="tiny")
+    with pytest.raises(PlaygroundError, match="other than the first"):
+        next(runs)  # no "Running" line first: the message is the first thing shown
