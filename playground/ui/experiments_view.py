@@ -154,23 +154,36 @@ def _write_files(result: Any, folder: Path) -> list[str]:
     return paths
 
 
+def significant(value: Any, digits: int = 4) -> Any:
+    """A float to ``digits`` significant digits (2.0718e-07 stays 2.072e-07, not 0 as decimal rounding
+    made it, while the summary said 2.1e-07); anything else as it is."""
+    if isinstance(value, float) and math.isfinite(value):
+        return float(f"{value:.{digits}g}")
+    return value
+
+
 def stats_table(result: Any) -> pd.DataFrame:
-    """The small table shown under the chart: per-method / per-pair / per-variant numbers."""
+    """The small table shown under the chart: per-method / per-pair / per-variant numbers, each to
+    4 significant digits."""
     st = result.stats()
+    frame = None
     for key in ("pairs", "methods"):
         if key in st:
-            return pd.DataFrame(st[key]).round(4)
-    if result.experiment == "uniform":
-        return result.table().round(4)
-    if result.experiment == "diagnostic":
-        return result.to_frame().round(4)
-    rows = []
-    for key, value in st.items():
-        if isinstance(value, dict) and "mean" in value:
-            rows.append({"statistic": key, **{k: round(v, 5) if isinstance(v, float) else v for k, v in value.items()}})
-        elif isinstance(value, (int, float)):
-            rows.append({"statistic": key, "mean": value})
-    return pd.DataFrame(rows)
+            frame = pd.DataFrame(st[key])
+            break
+    if frame is None and result.experiment == "uniform":
+        frame = result.table()
+    elif frame is None and result.experiment == "diagnostic":
+        frame = result.to_frame()
+    if frame is None:
+        rows = []
+        for key, value in st.items():
+            if isinstance(value, dict) and "mean" in value:
+                rows.append({"statistic": key, **value})
+            elif isinstance(value, (int, float)):
+                rows.append({"statistic": key, "mean": value})
+        frame = pd.DataFrame(rows)
+    return frame.map(significant)
 
 
 @dataclass(frozen=True)

@@ -257,3 +257,18 @@ def test_a_pair_that_cannot_be_compared_is_refused_before_running(env):
     runs = view.run_experiment(ws, settings, "tiny", "seeds", *RUN_DEFAULTS.values(), second="tiny")
     with pytest.raises(PlaygroundError, match="other than the first"):
         next(runs)  # no "Running" line first: the message is the first thing shown
+
+
+def test_the_numbers_table_keeps_small_values_to_four_significant_digits():
+    """A TVD of 2e-7 reads 2.072e-07 in the table, as the summary's 2.1e-07 (it read 0 before)."""
+    from playground.analysis.experiments.jain_wallace import PermutationResult, PermutationRow
+    from playground.analysis.experiments.wiegreffe_pinter import LEARNED, UNIFORM, UniformResult, UniformRow
+
+    uniform = UniformResult(rows=[UniformRow(LEARNED, "mean TVD from learned", 0.0),
+                                  UniformRow(UNIFORM, "mean TVD from learned", 9.7183e-06)])
+    table = view.stats_table(uniform)
+    assert table[UNIFORM].tolist() == [9.718e-06] and table[LEARNED].tolist() == [0.0]
+    rows = [PermutationRow(i, 5, 0.3, tvd, tvd, tvd, 0.0) for i, tvd in enumerate((2.0718e-07, 2.4e-07))]
+    perm = view.stats_table(PermutationResult(rows=rows))
+    median = perm.set_index("statistic").loc["median_tvd"]
+    assert median["min"] == 2.072e-07 and median["max"] == 2.4e-07 and median["n"] == 2
