@@ -9,13 +9,18 @@ plain-language summary and numbers; ``--out`` writes CSV (one row per example) o
     python -m playground analyze experiment retrain-uniform my-rnn   # needs a uniform-attention switch
     python -m playground analyze experiment sanity my-textclf --n 10 --label-randomisation
     python -m playground analyze experiment bench                   # speed of the permutation test
+    python -m playground analyze experiment permutation my-gpt --second distilgpt2 --n 20
 
+``--second MODEL`` runs the experiment on a second model too (e.g. an imported pretrained one):
+the same held-out examples of CHECKPOINT, each model reading them through its own tokenizer,
+printed one model after the other; ``--out`` then holds both (CSV: a ``model`` column).
 Ctrl-C stops the run and keeps (prints and writes) the finished examples.
 ``playground.cli.analyze`` routes ``analyze experiment ...`` here through :func:`configure`.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -25,6 +30,7 @@ import pandas as pd
 
 from playground.analysis.experiments import jain_wallace as jw
 from playground.analysis.experiments.core import ExperimentResult
+from playground.analysis.experiments.pair import PairResult, iter_pair, pair_note
 from playground.analysis.experiments.runner import (
     EXPERIMENTS,
     ExperimentOptions,
@@ -74,6 +80,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="sanity: also retrain the checkpoint's preset on shuffled training labels (or reuse "
                              "CHECKPOINT-shuffled) and compare each method's maps with the trained model's "
                              "(Adebayo et al.'s data test; classifiers only; --retrain-steps caps it)")
+    parser.add_argument("--second", default=None, metavar="MODEL",
+                        help="also run the experiment on MODEL (e.g. an imported pretrained model of the same task) "
+                             "over the same held-out examples, each model through its own tokenizer")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.set_defaults(func=run)
 
@@ -169,11 +178,43 @@ def run(args: argparse.Namespace) -> int:
         name = _drive(iter_retrain_uniform(bundle, workspace, options), printer)
         print(f"saved {name}")
         return 0
+    if args.second:
+        return _run_pair(args, bundle, options, workspace, printer)
     result = _drive(iter_experiment(args.name, bundle, options, workspace), printer)
     print(format_result(result))
     if args.out:
         path = Path(args.out)
         path.parent.mkdir(parents=True, exist_ok=True)
         result.save(path)
+        print(f"wrote {path}")
+    return 0
+
+
+def format_pair(pair: PairResult) -> str:
+    """Both models' summaries and numbers, one after the other, under their names."""
+    lines = [pair_note(pair)]
+    for name, result in zip(pair.models, pair.results):
+        lines += ["", f"== {name} ==", format_result(result) if result is not None else "(not run: stopped before it)"]
+    return "\n".join(lines)
+
+
+def _run_pair(args: argparse.Namespace, bundle: Any, options: ExperimentOptions, workspace: Any,
+              printer: _Printer) -> int:
+    """`--second MODEL`: the experiment on both models; --out holds both."""
+    if args.name in ACTIONS:
+        raise PlaygroundError(f"`analyze experiment {args.name}` takes no --second model.")
+    second = load_bundle(args.second, workspace, device=options.device)
+    pair = _drive(iter_pair(args.name, [bundle, second], options, workspace), printer)
+    for result in pair.results:  # Ctrl-C: the interrupted model's result covers its finished examples
+        if pair.stopped and result is not None and result.examples_done < result.n_requested:
+            result.stopped = True
+    print(format_pair(pair))
+    if args.out:
+        path = Path(args.out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.suffix.lower() == ".csv":
+            pair.to_frame().to_csv(path, index=False)
+        else:
+            path.write_text(json.dumps(pair.to_dict(), indent=1), encoding="utf-8")
         print(f"wrote {path}")
     return 0

@@ -3,13 +3,19 @@ model (a save_pretrained folder or a Hub id) converted into the playground's own
 a read-only bundle in the workspace or in a library folder every app user sees.
 
 Prints the plan (architecture, family, parameters, memory, download size) before anything is
-downloaded or loaded; Ctrl-C during the download stops it and imports nothing."""
+downloaded or loaded, then a Hub download's bytes as they arrive (the import box's lines: one at
+the start, at every further tenth of the file and at its end); Ctrl-C during the download stops
+it and imports nothing."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Generator
+from contextlib import closing
+from typing import Any
 
 from playground.cli import workspace_from
-from playground.pretrained.importer import plan_import, run_import
+from playground.pretrained.importer import check_name, iter_weights, plan_import, run_import
+from playground.pretrained.progress import DownloadProgress
 from playground.settings import SHIPPED_LIBRARY, make_settings
 from playground.workspace import Workspace
 
@@ -32,9 +38,28 @@ def run(args: argparse.Namespace) -> int:
     settings = make_settings(getattr(args, "workspace", None), demo=args.demo)
     workspace = Workspace(args.library) if args.library else workspace_from(args)
     plan = plan_import(args.source, caps=settings.caps, offline=True if args.offline else None, revision=args.revision)
-    print(plan.summary())
-    path = run_import(plan, workspace, args.name)
+    print(plan.summary(), flush=True)
+    name = check_name(plan, workspace, args.name)  # before any download
+    with closing(iter_weights(plan.source)) as weights:  # Ctrl-C closes it: the download is cut off
+        tensors = print_progress(weights)
+    path = run_import(plan, workspace, name, tensors=tensors)
     where = "library" if args.library else "workspace"
     print(f"imported {path.name!r} into the {where} ({path.parent.parent}); read-only: analyse it, generate with it, "
           "or fine-tune from it (data.init_from).")
     return 0
+
+
+def print_progress(weights: Generator[DownloadProgress | None, None, Any], steps: int = 10) -> Any:
+    """Print a download's progress lines (its start, every 1/steps of a file, its end); return the weights."""
+    shown: dict[str, int | None] = {}
+    while True:
+        try:
+            event = next(weights)
+        except StopIteration as done:
+            return done.value
+        if event is None:  # nothing downloaded yet
+            continue
+        step = None if event.fraction is None else int(event.fraction * steps)  # 0 .. steps
+        if event.filename not in shown or shown[event.filename] != step:
+            shown[event.filename] = step
+            print(event.line(), flush=True)

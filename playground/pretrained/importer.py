@@ -7,7 +7,11 @@ config (refusing what does not map), counts the parameters from that config and 
 """
 from __future__ import annotations
 
+import dataclasses
 import json
+import queue
+import threading
+from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,8 +28,10 @@ from playground.families import get_family
 from playground.families.hf_weights import HFConverter
 from playground.models.base import ModelConfig
 from playground.pretrained.architectures import converter_for
+from playground.pretrained.progress import DownloadProgress, human_bytes
 from playground.pretrained.sources import SHARD_INDEX, WEIGHTS, Source, open_source
 from playground.pretrained.tokenizer import check_vocabulary, load_tokenizer
+from playground.stopping import StopFlag, is_stopped
 from playground.workspace import Workspace, validate_name
 
 FLOAT_BYTES = 4  # weights are held as float32
@@ -56,14 +62,6 @@ class ImportPlan:
         params = f"{self.params / 1e6:,.1f} M" if self.params >= 1e6 else f"{self.params:,}"
         return (f"{self.source.label}: {self.converter.architecture} -> the playground's {self.converter.family} model, "
                 f"{params} parameters, {human_bytes(self.memory_bytes)} in memory{size}")
-
-
-def human_bytes(n: int) -> str:
-    """1234567 -> '1.2 MB' (decimal units)."""
-    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= size:
-            return f"{n / size:,.1f} {unit}"
-    return f"{n} bytes"
 
 
 def import_cap(caps: Any) -> int | None:
@@ -122,6 +120,56 @@ def read_weights(src: Source) -> dict[str, Tensor]:
             raise
         raise PlaygroundError(f"The weights of {src.label} are incomplete or damaged ({str(exc)[:120]}); "
                               "nothing was imported. Download them again.") from exc
+
+
+_DONE = object()
+HEARTBEAT_S = 0.5  # a stalled download still yields this often, so a Stop is taken at once
+
+
+def iter_weights(src: Source, stop: StopFlag = None,
+                 heartbeat_s: float | None = HEARTBEAT_S) -> Generator[DownloadProgress | None, None, dict[str, Tensor]]:
+    """:func:`read_weights` with byte progress: yields a DownloadProgress as huggingface_hub writes
+    each chunk of a Hub file (nothing for a local folder or a cached file) and returns the tensors.
+
+    The download runs in a worker thread. Closing this generator (a Stop in the app, Ctrl-C in
+    the CLI) or ``stop`` cuts it off at its next chunk (DownloadStopped in the worker): nothing is
+    returned, so nothing is imported. While no chunk arrives it yields the last progress again
+    (None before the first) every ``heartbeat_s`` seconds, so the app can close it even when the
+    network stalls (None: wait for the next chunk).
+    """
+    events: queue.Queue[Any] = queue.Queue()
+    closed = threading.Event()
+    box: dict[str, Any] = {}
+    watched = dataclasses.replace(src, report=events.put, stop=lambda: closed.is_set() or is_stopped(stop))
+
+    def work() -> None:
+        try:
+            box["tensors"] = read_weights(watched)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread below
+            box["error"] = exc
+        finally:
+            events.put(_DONE)
+
+    worker = threading.Thread(target=work, name=f"download {src.label}", daemon=True)
+    worker.start()
+    last: DownloadProgress | None = None
+    try:
+        while True:
+            try:
+                item = events.get(timeout=heartbeat_s)
+            except queue.Empty:
+                yield last  # no new bytes: the same progress, a chance to stop
+                continue
+            if item is _DONE:
+                break
+            last = item
+            yield item
+    finally:
+        closed.set()  # a closed generator: the worker stops at the next chunk
+    worker.join()
+    if "error" in box:
+        raise box["error"]
+    return box["tensors"]
 
 
 def convert(plan: ImportPlan, tensors: dict[str, Tensor]) -> torch.nn.Module:

@@ -3,8 +3,10 @@
 A :class:`Source` hands out the files one at a time (config.json first, so the size is known
 before the weights are fetched). Hub files come through ``huggingface_hub`` (its own cache; a
 download is written to ``*.incomplete`` and renamed, so a cut-off leaves no file that looks
-whole); offline (``HF_HUB_OFFLINE=1`` or ``offline=True``) only its cache is read. Nothing is
-unpickled: a folder with ``pytorch_model.bin`` only is refused.
+whole; ``report`` receives its byte progress through huggingface_hub's ``tqdm_class`` hook and
+``stop`` cuts it off, see :mod:`playground.pretrained.progress`); offline (``HF_HUB_OFFLINE=1``
+or ``offline=True``) only its cache is read. Nothing is unpickled: a folder with
+``pytorch_model.bin`` only is refused.
 """
 from __future__ import annotations
 
@@ -12,12 +14,15 @@ import inspect
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from playground.errors import ConfigError, NotFoundError, OfflineError, PlaygroundError
+from playground.pretrained.progress import DownloadProgress, byte_reporter
+from playground.stopping import StopFlag
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
 PICKLES = ("pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5", "flax_model.msgpack")
@@ -42,6 +47,8 @@ class Source:
     revision: str | None = None
     cache_dir: Path | None = None
     offline: bool = False
+    report: Callable[[DownloadProgress], None] | None = None  # byte progress of each Hub download
+    stop: StopFlag = None  # cuts a Hub download off at its next chunk (DownloadStopped)
 
     @property
     def default_name(self) -> str:
@@ -158,8 +165,11 @@ def _hub_file(source: Source, filename: str, dry_run: bool) -> Any:
     try:
         if dry_run and "dry_run" not in inspect.signature(hf_hub_download).parameters:
             return _cached_info(source, filename)  # huggingface_hub before 1.0: the cache is all we can ask
+        extra: dict[str, Any] = {"dry_run": True} if dry_run else {}
+        if not dry_run and source.report is not None and "tqdm_class" in inspect.signature(hf_hub_download).parameters:
+            extra["tqdm_class"] = byte_reporter(filename, source.report, source.stop)
         return hf_hub_download(source.repo_id or "", filename, revision=source.revision, cache_dir=source.cache_dir,
-                               local_files_only=source.offline, **({"dry_run": True} if dry_run else {}))
+                               local_files_only=source.offline, **extra)
     except GatedRepoError as exc:
         raise PlaygroundError(f"{source.label} is gated on the Hub: accept its terms and log in "
                               "(huggingface-cli login) first.") from exc

@@ -154,23 +154,36 @@ def _write_files(result: Any, folder: Path) -> list[str]:
     return paths
 
 
+def significant(value: Any, digits: int = 4) -> Any:
+    """A float to ``digits`` significant digits (2.0718e-07 stays 2.072e-07, not 0 as decimal rounding
+    made it, while the summary said 2.1e-07); anything else as it is."""
+    if isinstance(value, float) and math.isfinite(value):
+        return float(f"{value:.{digits}g}")
+    return value
+
+
 def stats_table(result: Any) -> pd.DataFrame:
-    """The small table shown under the chart: per-method / per-pair / per-variant numbers."""
+    """The small table shown under the chart: per-method / per-pair / per-variant numbers, each to
+    4 significant digits."""
     st = result.stats()
+    frame = None
     for key in ("pairs", "methods"):
         if key in st:
-            return pd.DataFrame(st[key]).round(4)
-    if result.experiment == "uniform":
-        return result.table().round(4)
-    if result.experiment == "diagnostic":
-        return result.to_frame().round(4)
-    rows = []
-    for key, value in st.items():
-        if isinstance(value, dict) and "mean" in value:
-            rows.append({"statistic": key, **{k: round(v, 5) if isinstance(v, float) else v for k, v in value.items()}})
-        elif isinstance(value, (int, float)):
-            rows.append({"statistic": key, "mean": value})
-    return pd.DataFrame(rows)
+            frame = pd.DataFrame(st[key])
+            break
+    if frame is None and result.experiment == "uniform":
+        frame = result.table()
+    elif frame is None and result.experiment == "diagnostic":
+        frame = result.to_frame()
+    if frame is None:
+        rows = []
+        for key, value in st.items():
+            if isinstance(value, dict) and "mean" in value:
+                rows.append({"statistic": key, **value})
+            elif isinstance(value, (int, float)):
+                rows.append({"statistic": key, "mean": value})
+        frame = pd.DataFrame(rows)
+    return frame.map(significant)
 
 
 @dataclass(frozen=True)
@@ -185,6 +198,12 @@ class ExperimentView(Updates):
     result_path: Any = field(default_factory=gr.skip)
     example: Any = field(default_factory=gr.skip)  # the adversarial example slider
     adversarial_box: Any = field(default_factory=gr.skip)  # original-vs-adversarial controls, only with an adversarial result
+    first_head: Any = field(default_factory=gr.skip)  # the first column's model name (a two-model run)
+    second_box: Any = field(default_factory=gr.skip)  # the second model's column, shown for a two-model run
+    second_head: Any = field(default_factory=gr.skip)
+    second_summary: Any = field(default_factory=gr.skip)
+    second_chart: Any = field(default_factory=gr.skip)
+    second_table: Any = field(default_factory=gr.skip)
 
 
 @dataclass(frozen=True)
@@ -199,6 +218,12 @@ class ClearedView(Updates):
     result_path: Any = None
     adversarial_box: Any = field(default_factory=lambda: gr.update(visible=False))
     example_chart: Any = None
+    first_head: Any = ""
+    second_box: Any = field(default_factory=lambda: gr.update(visible=False))
+    second_head: Any = ""
+    second_summary: Any = ""
+    second_chart: Any = None
+    second_table: Any = None
 
 
 def _render(result: Any, folder: Path, status: str) -> ExperimentView:
@@ -210,7 +235,28 @@ def _render(result: Any, folder: Path, status: str) -> ExperimentView:
     n_examples = len(result.extra.get("example_labels") or []) or result.n_done
     return ExperimentView(status, summarize(result).to_markdown(), experiment_chart(result), stats_table(result),
                           files, files[1], gr.update(maximum=max(1, n_examples - 1)),
-                          gr.update(visible=result.experiment == "adversarial"))
+                          gr.update(visible=result.experiment == "adversarial"), "", gr.update(visible=False))
+
+
+def _render_pair(pair: Any, folder: Path, status: str) -> ExperimentView:
+    """Both models' result areas side by side (a model not reached yet shows that it waits)."""
+    from playground.analysis.experiments.summary import summarize
+    from playground.charts.experiments import experiment_chart
+
+    columns, files = [], []
+    for name, result in zip(pair.models, pair.results):
+        if result is None or not result.n_done:
+            columns.append((f"**{name}**", f"_{name}: waiting for its examples._", None, None))
+            continue
+        files += _write_files(result, folder)
+        columns.append((f"**{name}**", summarize(result).to_markdown(), experiment_chart(result), stats_table(result)))
+    first = pair.results[0]
+    n_examples = len((first.extra.get("example_labels") or []) if first is not None else []) or 1
+    (head1, summary1, chart1, table1), (head2, summary2, chart2, table2) = columns
+    return ExperimentView(status, summary1, chart1, table1, files or None, files[1] if len(files) > 1 else None,
+                          gr.update(maximum=max(1, n_examples - 1)),
+                          gr.update(visible=pair.experiment == "adversarial" and first is not None), head1,
+                          gr.update(visible=True), head2, summary2, chart2, table2)
 
 
 def cleared() -> tuple[Any, ...]:
@@ -222,7 +268,8 @@ def _experiment_gpu_s(workspace: Any, settings: Any, checkpoint: str | None, exp
                       *args: Any, **kwargs: Any) -> int:
     """The GPU seconds one experiment asks for on ZeroGPU: its examples' estimate, within the
     visitor's daily quota (spaces calls this with the handler's own arguments)."""
-    return experiment_seconds(int(n or 1), quota_s(getattr(workspace, "key", None)))
+    examples = int(n or 1) * (2 if kwargs.get("second") else 1)  # a second model reads the same examples
+    return experiment_seconds(examples, quota_s(getattr(workspace, "key", None)))
 
 
 # On ZeroGPU the GPU is attached for the whole experiment, called from the request's thread. This
@@ -233,11 +280,14 @@ def run_experiment(workspace: Any, settings: Any, checkpoint: str | None, experi
                    module: str | None, heads: str, epsilon: str, n_perm: float, steps: float, k: float,
                    views: list[str], references: list[str], methods: list[str], level: str, seeds: str,
                    retrain_steps: float | None, progress: Any = None, float64: bool = False,
-                   label_randomisation: bool = False):
+                   label_randomisation: bool = False, second: str | None = None):
     """Generator handler: yields the result area (ExperimentView) as it goes; the status line says
     the time so far and, after the first example, about how long is left. ``float64`` runs on a
     float64 copy of the model (small models); ``label_randomisation`` adds the sanity check's
     shuffled-label retrain.
+
+    ``second``: a second model (e.g. an imported pretrained one) run on the same held-out examples,
+    each model through its own tokenizer; the result area then has one column per model.
 
     Stopping (the Stop button cancels this generator) keeps the last yielded partial result on
     screen and in the download files.
@@ -252,6 +302,9 @@ def run_experiment(workspace: Any, settings: Any, checkpoint: str | None, experi
                             seeds, retrain_steps, float64, label_randomisation)
     private = dataclasses.replace(bundle, model=private_copy(bundle.model))  # captum hooks stay on our copy
     folder = download_dir("playground-experiment-")
+    if second:
+        yield from _run_pair(workspace, settings, private, second, experiment, options, folder, progress)
+        return
     gen = iter_experiment(experiment, private, options, workspace, caps=settings.caps)
     last_yield = 0.0
     result = None
@@ -281,20 +334,84 @@ def run_experiment(workspace: Any, settings: Any, checkpoint: str | None, experi
     yield _render(result, folder, status)
 
 
-def calibration_key(checkpoint: str | None, experiment: str, options: Any) -> str:
+def pair_bundles(workspace: Any, settings: Any, first: Any, second: str, options: Any) -> tuple[list[Any], Any]:
+    """[first, second] as private copies, and the options for both: the first model's default
+    module (its last layer) becomes each model's own last layer."""
+    from playground.analysis.experiments.runner import module_choices, private_copy
+
+    other = _load(workspace, settings, second)
+    if options.module and options.module == next(iter(module_choices(first.model, first.family)), None):
+        options = dataclasses.replace(options, module=None)
+    return [first, dataclasses.replace(other, model=private_copy(other.model))], options
+
+
+def _run_pair(workspace: Any, settings: Any, first: Any, second: str, experiment: str, options: Any, folder: Path,
+              progress: Any):
+    """run_experiment's two-model run: the result area with one column per model, as it streams."""
+    from playground.analysis.experiments.pair import check_pair, iter_pair, pair_note
+
+    bundles, options = pair_bundles(workspace, settings, first, second, options)
+    check_pair(experiment, bundles, options)  # refused before the "Running" line
+    gen = iter_pair(experiment, bundles, options, workspace, caps=settings.caps)
+    t0, last_yield, pair = time.perf_counter(), 0.0, None
+    yield ExperimentView(f"Running: {EXPERIMENT_LABELS[experiment]} on {first.name} and {second}, "
+                         f"{options.n} example{'s' if options.n != 1 else ''} each, starting…")
+    while True:
+        try:
+            event = next(gen)
+        except StopIteration as done:
+            pair = done.value
+            break
+        now = time.perf_counter()
+        eta = eta_text(now - t0, event.done, event.total, event.elapsed_s)
+        if progress is not None:
+            progress(event.fraction, desc=f"{event.message} ({eta})")
+        if event.partial is not None:
+            pair = event.partial
+        if now - last_yield >= YIELD_EVERY_S:
+            last_yield = now
+            status = f"Running: {event.message} ({eta}). Stop keeps what is finished."
+            yield _render_pair(pair, folder, status) if pair is not None else ExperimentView(status)
+    done = [r.examples_done if r is not None else 0 for r in pair.results]
+    status = (f"Stopped: {done[0]} + {done[1]} examples finished; the numbers cover those. " if pair.stopped
+              else f"Done: {done[0]} examples on each model in {time.perf_counter() - t0:.1f} s. ") + pair_note(pair)
+    yield _render_pair(pair, folder, status)
+
+
+def second_choices(workspace: Any, current: str | None) -> dict[str, Any]:
+    """The second-model dropdown's update: none (one model) or any model the user can see."""
+    names = list(workspace.names("models"))
+    return gr.update(choices=[("none: one model", ""), *names], value=current if current in names else "")
+
+
+def calibration_key(checkpoint: str | None, experiment: str, options: Any, second: str | None = None) -> str:
     """What a timing depends on besides the example count and the Adam steps (which scale it)."""
     o = options.to_dict()
     return json.dumps([checkpoint, experiment, *(o[f] for f in ("module", "heads", "k", "n_perm", "epsilon", "views",
-                                                                 "references", "methods", "level", "seed"))],
-                      default=str)
+                                                                 "references", "methods", "level", "seed")),
+                       *([second] if second else [])], default=str)
+
+
+def _calibrate_pair(workspace: Any, settings: Any, first: Any, second: str, experiment: str, options: Any) -> Any:
+    """One example timed on both models (draw and read included); None for the untimed experiments."""
+    from playground.analysis.experiments.estimate import TIMED, Calibration
+    from playground.analysis.experiments.pair import check_pair, time_one_example
+
+    bundles, options = pair_bundles(workspace, settings, first, second, options)
+    check_pair(experiment, bundles, options)  # a refusal shows here, next to Run, before any timing
+    if experiment not in (*TIMED, "uniform"):  # a pair's uniform baseline scores the held-out examples: timed too
+        return None
+    return Calibration(experiment, *time_one_example(experiment, bundles, options, workspace))
 
 
 def estimate(workspace: Any, settings: Any, checkpoint: str | None, experiment: str, n: float, seed: float,
              module: str | None, heads: str, epsilon: str, n_perm: float, steps: float, k: float,
              views: list[str], references: list[str], methods: list[str], level: str, seeds: str,
-             retrain_steps: float | None, calibration: dict | None = None) -> tuple[str, dict | None]:
+             retrain_steps: float | None, calibration: dict | None = None,
+             second: str | None = None) -> tuple[str, dict | None]:
     """The expected run time as a line next to Run, and the timing it rests on (reused while
-    only the example count or the Adam steps change). See playground.analysis.experiments.estimate."""
+    only the example count or the Adam steps change). See playground.analysis.experiments.estimate.
+    With a ``second`` model, one example is timed on both (a pair that cannot be compared says why)."""
     import dataclasses
 
     from playground.analysis.experiments.estimate import (
@@ -313,26 +430,30 @@ def estimate(workspace: Any, settings: Any, checkpoint: str | None, experiment: 
                                 methods, level, seeds, retrain_steps)
     except PlaygroundError as exc:  # a value being typed: the estimate says so, Run refuses it
         return f"No estimate: {exc}", calibration
-    key = calibration_key(checkpoint, experiment, options)
+    key = calibration_key(checkpoint, experiment, options, second)
     if calibration and calibration.get("key") == key:
         timing = Calibration(**{f: calibration[f] for f in ("experiment", "draw_s", "example_s", "step_s")})
     else:
         bundle = _load(workspace, settings, checkpoint)
         try:
             private = dataclasses.replace(bundle, model=private_copy(bundle.model))
-            timing = calibrate(experiment, private, options, workspace)
+            timing = (_calibrate_pair(workspace, settings, private, second, experiment, options) if second
+                      else calibrate(experiment, private, options, workspace))
         except PlaygroundError as exc:
             return f"No estimate: {exc}", None
         if timing is None:
             return NO_ESTIMATE, None
         calibration = {"key": key, **timing.to_dict()}
     total = timing.seconds(options.n, options.steps)
-    what = f"{options.n} example{'s' if options.n != 1 else ''}"
+    what = f"{options.n} example{'s' if options.n != 1 else ''}" + (f" on each of {checkpoint} and {second}" if second
+                                                                    else "")
     if experiment == "adversarial":
         what += f" × {options.steps} Adam steps × {options.k} adversar{'ies' if options.k != 1 else 'y'}"
         basis = f"{timing.example_s + timing.step_s * options.steps:.2f} s per example"
     else:
         basis = f"{timing.example_s:.2f} s per example"
+    if second:
+        basis += " on both models together"
     line = (f"**Expected time: {format_seconds(total)}** for {what} (one example timed on this server just now: "
             f"{basis}, plus {timing.draw_s:.1f} s to draw the examples).")
     return line, calibration
@@ -409,6 +530,10 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None, tab: gr.Tab | 
             checkpoint = gr.Dropdown(label="Checkpoint", choices=[], interactive=True, elem_id="exp-model")
         experiment = gr.Dropdown(label="Experiment", choices=experiment_choices(), value="permutation",
                                  interactive=True, elem_id="exp-name")
+        second = gr.Dropdown(label="Second model (optional)", choices=[("none: one model", "")], value="",
+                             interactive=True, elem_id="exp-second",
+                             info="e.g. an imported GPT-2 beside your own model: the same held-out examples, each "
+                                  "model through its own tokenizer, results in two columns")
     with gr.Row():
         n = Slider(1, 500, value=DEFAULT_N, step=1, label="Held-out examples", elem_id="exp-n",
                       info="each experiment sets its own default" + (
@@ -453,9 +578,17 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None, tab: gr.Tab | 
         retrain_btn = gr.Button("Retrain a uniform-attention copy", elem_id="exp-retrain")
     expected = gr.Markdown("The expected time shows here before you run.", elem_id="exp-estimate")
     status = gr.Markdown(elem_id="exp-status")
-    summary = gr.Markdown(elem_id="exp-summary")
-    chart = Chart(label="Result", elem_id="exp-chart")
-    table = Table(label="Numbers", interactive=False, elem_id="exp-table")
+    with gr.Row():
+        with gr.Column():
+            first_head = gr.Markdown(elem_id="exp-col-1-head")
+            summary = gr.Markdown(elem_id="exp-summary")
+            chart = Chart(label="Result", elem_id="exp-chart")
+            table = Table(label="Numbers", interactive=False, elem_id="exp-table")
+        with gr.Column(visible=False, elem_id="exp-col-2") as second_box:  # shown for a two-model run
+            second_head = gr.Markdown(elem_id="exp-col-2-head")
+            second_summary = gr.Markdown(elem_id="exp-summary-2")
+            second_chart = Chart(label="Result", elem_id="exp-chart-2")
+            second_table = Table(label="Numbers", interactive=False, elem_id="exp-table-2")
     files = gr.File(label="Download (CSV: one row per example; JSON: everything)", file_count="multiple",
                     interactive=False, elem_id="exp-files")
     with gr.Accordion("Jain & Wallace 2019, Table 2 (BiLSTM + additive attention), for scale", open=False):
@@ -470,14 +603,19 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None, tab: gr.Tab | 
     result_path = gr.State(None)
     calibration = gr.State(None)
     opened = gr.State(tab is None)  # the estimate times an example only once the view has been seen
+    columns = dict(first_head=first_head, second_box=second_box, second_head=second_head,
+                   second_summary=second_summary, second_chart=second_chart, second_table=second_table)
     results = ClearedView.wire(status=status, summary=summary, chart=chart, table=table, files=files,
-                               result_path=result_path, adversarial_box=adversarial_box, example_chart=example_chart)
+                               result_path=result_path, adversarial_box=adversarial_box, example_chart=example_chart,
+                               **columns)
 
     if own_dropdown:
         ctx.on_workspace_change(model_choices, [checkpoint], [checkpoint], api_name="experiments_models")
     checkpoint.change(ctx.per_user(module_update, st), [ctx.user, checkpoint], [module],
                       api_name="experiments_modules", queue=False)
     checkpoint.change(cleared, None, results, queue=False, show_progress="hidden", api_visibility="private")
+    second.change(cleared, None, results, queue=False, show_progress="hidden", api_visibility="private")
+    ctx.on_workspace_change(second_choices, [second], [second], api_name="experiments_second_models")
     n_defaulted = experiment.input(default_n, [experiment], [n], queue=False, show_progress="hidden",
                                    api_visibility="private")
 
@@ -487,11 +625,11 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None, tab: gr.Tab | 
     def _estimate(space, is_open, *args):
         if not is_open:
             return gr.skip(), gr.skip()
-        *values, calib = args
-        return estimate(space, st, *values, calib)
+        *values, other, calib = args
+        return estimate(space, st, *values, calib, second=other or None)
 
     estimate_fn = ctx.per_user(_estimate)
-    estimate_io = dict(inputs=[ctx.user, opened, *options_in, calibration], outputs=[expected, calibration],
+    estimate_io = dict(inputs=[ctx.user, opened, *options_in, second, calibration], outputs=[expected, calibration],
                        show_progress="hidden", **ctx.analysis())
     if tab is not None:
         tab.select(lambda: True, None, [opened], queue=False, show_progress="hidden", api_visibility="private").then(
@@ -499,22 +637,22 @@ def build(ctx: AppContext, checkpoint: gr.Dropdown | None = None, tab: gr.Tab | 
     # n redraws on release (no estimate of a half-typed count); an experiment's own default count,
     # which sets n without a release, is estimated once it is in
     n_defaulted.then(estimate_fn, api_visibility="private", **estimate_io)
-    gr.on([experiment.change, module.change, n.release, steps.change, k.change, n_perm.change, heads.change,
+    gr.on([experiment.change, second.change, module.change, n.release, steps.change, k.change, n_perm.change, heads.change,
            seed.change], estimate_fn, trigger_mode="always_last", api_visibility="private",  # a page helper only
           **estimate_io)
 
-    def _run(space, c, e, n_, s, m, h, eps, npm, stp, k_, v, r, meth, lv, sd, rs, f64=False, shuffle=False,
+    def _run(space, c, e, n_, s, m, h, eps, npm, stp, k_, v, r, meth, lv, sd, rs, f64=False, shuffle=False, other=None,
              progress=gr.Progress()):  # noqa: B008 - gradio finds its tracker by this default
         with ctx.jobs.claim(space.key, "experiment", e or "experiment", st.caps.max_experiments_per_user, "experiment"):
             yield from run_experiment(space, st, c, e, n_, s, m, h, eps, npm, stp, k_, v, r, meth, lv, sd, rs, progress,
-                                      float64=bool(f64), label_randomisation=bool(shuffle))
+                                      float64=bool(f64), label_randomisation=bool(shuffle), second=other or None)
 
     # The old result's status goes at once, in the browser (a server round trip waits behind a running job).
     run_event = run_btn.click(None, None, [status], js=f"() => {json.dumps(ctx.queued_notice('Experiment'))}",
                               queue=False, show_progress="hidden").then(
-        ctx.per_user(_run), [ctx.user, *options_in, float64, label_randomisation],
+        ctx.per_user(_run), [ctx.user, *options_in, float64, label_randomisation, second],
         ExperimentView.wire(status=status, summary=summary, chart=chart, table=table, files=files,
-                            result_path=result_path, example=example, adversarial_box=adversarial_box),
+                            result_path=result_path, example=example, adversarial_box=adversarial_box, **columns),
         api_name="experiments_run",
         **ctx.heavy())
 

@@ -2,11 +2,14 @@
 (never a server path) converted into the playground's own family, saved read-only in their space.
 
 "Check size" shows parameters, memory and the download before anything is fetched; Import shows
-the same line first, then fetches and converts (Stop cancels it; nothing half-written is kept).
+the same line first, then fetches (a Hub download shows its bytes as they arrive, on the status
+line and the progress bar) and converts. Stop cuts the download off at its next chunk; nothing
+half-written is kept.
 """
 from __future__ import annotations
 
 import shutil
+from contextlib import closing
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,8 +21,8 @@ from playground.pretrained.importer import (
     ImportPlan,
     check_name,
     import_cap,
+    iter_weights,
     plan_import,
-    read_weights,
     run_import,
 )
 from playground.spaces import UserSpace
@@ -73,12 +76,28 @@ def check_size(space: UserSpace, caps: Any, hub_id: str | None, files: Sequence[
 
 
 def import_model(space: UserSpace, caps: Any, hub_id: str | None, files: Sequence[Any] | None, name: str | None,
-                 version: int) -> Iterator[tuple[str, int]]:
-    """Plan (shown first), then fetch, convert and save; the status line and the new space version."""
+                 version: int, progress: Any = None) -> Iterator[tuple[str, int]]:
+    """Plan (shown first), then fetch, convert and save; the status line and the new space version.
+
+    A Hub download reports its bytes on the status line and to ``progress`` (gradio's
+    gr.Progress: fraction and text) as huggingface_hub writes them; closing this generator (Stop)
+    cuts it off and saves nothing."""
     plan = make_plan(space, caps, hub_id, files)
     name = check_name(plan, space, (name or "").strip() or None)  # before any download
     yield f"{plan.summary()}. Fetching the weights…", version
-    tensors = read_weights(plan.source)
+    with closing(iter_weights(plan.source)) as weights:  # closed by a Stop: the download is cut off
+        while True:
+            try:
+                event = next(weights)
+            except StopIteration as done:
+                tensors = done.value
+                break
+            if event is None:  # nothing downloaded yet (a stalled start): the line stays
+                yield f"{plan.summary()}. Fetching the weights…", version
+                continue
+            if progress is not None:
+                progress(event.fraction, desc=event.line())
+            yield f"{plan.summary()}. {event.line()}… (Stop cuts it off: nothing is imported.)", version
     yield f"{plan.summary()}. Converting…", version  # Stop before here: nothing is saved
     path = run_import(plan, space, name, tensors=tensors)
     yield (f"Imported **{path.name}** into your space ({plan.converter.family}): pick it in Generate or Analyze, "
@@ -102,6 +121,9 @@ def build(ctx: AppContext) -> None:
         status = gr.Markdown(elem_id="import-status")
     check_btn.click(ctx.per_user(check_size, caps), [ctx.user, hub_id, files], [status], api_name="import_check",
                     **ctx.light())
-    run = import_btn.click(ctx.per_user(import_model, caps), [ctx.user, hub_id, files, name, ctx.workspace_version],
+    def _import(space, hub, uploaded, as_name, version, progress=gr.Progress()):  # noqa: B008 - gradio finds its tracker by this default
+        yield from import_model(space, caps, hub, uploaded, as_name, version, progress)
+
+    run = import_btn.click(ctx.per_user(_import), [ctx.user, hub_id, files, name, ctx.workspace_version],
                            [status, ctx.workspace_version], api_name="import_model", **ctx.heavy())
     stop_btn.click(lambda: "Stopped: nothing was imported.", None, [status], cancels=[run], queue=False)

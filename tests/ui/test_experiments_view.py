@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from playground.config import Preset
+from playground.errors import PlaygroundError
 from playground.settings import make_settings
 from playground.ui import experiments_view as view
 from playground.workspace import Workspace
@@ -132,7 +133,8 @@ def test_view_accepts_a_shared_checkpoint_dropdown(env):
             with gr.Tab("Experiments"):
                 view.build(ctx, shared)
     names = {d.api_name for d in app.fns.values()}
-    assert "experiments_run" in names and not ctx.refreshers  # the shared dropdown is refreshed by its owner
+    assert "experiments_run" in names  # the shared dropdown is refreshed by its owner; the view's own second-model one here
+    assert [api_name for *_, api_name in ctx.refreshers] == ["refresh_experiments_second_models"]
     run_fn = next(d for d in app.fns.values() if d.api_name == "experiments_run")
     assert run_fn.inputs[0] is ctx.user and run_fn.inputs[1] is shared
 
@@ -175,8 +177,9 @@ def test_defaults_eta_and_a_cleared_result_area():
     assert view.eta_text(12.4, 0, 10) == "12 s so far"
     # 3 of 10 done in 9 s of the example loop: 7 left at 3 s each = 21 s -> "about 25 s"
     assert view.eta_text(12.4, 3, 10, 9.0) == "12 s so far, about 25 s left"
-    status, summary, _chart, _table, _files, path, box, _example_chart = view.cleared()
+    status, summary, _chart, _table, _files, path, box, _example_chart, head, second_box, *second = view.cleared()
     assert status == summary == "" and path is None and box == {"__type__": "update", "visible": False}
+    assert head == "" and second_box == {"__type__": "update", "visible": False} and second == ["", "", None, None]
 
 
 def test_estimate_line_before_a_run(env):
@@ -216,3 +219,56 @@ def test_retrain_steps_of_0_mean_the_presets_and_other_counts_refuse_0():
             count_field(bad, "Retrain steps", zero_is_empty=True)
     with pytest.raises(PlaygroundError, match="at least 1"):
         count_field(0, "Permutations", default=100)
+
+
+@pytest.mark.slow  # an import and two models' runs and timings: about 4 s
+def test_a_second_model_fills_the_second_column_and_the_estimate_times_both(env, tmp_path):
+    from playground.pretrained.importer import import_pretrained
+    from tests.pretrained.conftest import save
+
+    ws, settings = env
+    if not ws.exists("models", "gpt2-tiny"):
+        import_pretrained(str(save("GPT2LMHeadModel", tmp_path / "gpt2").folder), ws, "gpt2-tiny")
+    args = {**RUN_DEFAULTS, "module": "blocks.1.attn"}  # the first model's default: each model's last layer
+    outputs = list(view.run_experiment(ws, settings, "tiny", "permutation", *args.values(), second="gpt2-tiny"))
+    last = outputs[-1]
+    assert outputs[0].status.startswith("Running: Random permutation (J&W) on tiny and gpt2-tiny, 3 examples each")
+    assert last.status.startswith("Done: 3 examples on each model") and "Both models read the same 3 windows" in last.status
+    assert (last.first_head, last.second_head) == ("**tiny**", "**gpt2-tiny**")
+    assert last.second_box == {"__type__": "update", "visible": True}
+    for summary in (last.summary, last.second_summary):
+        assert "median TVD" in summary and "of 3 examples" in summary
+    assert not last.table.empty and not last.second_table.empty and last.second_chart.to_dict()
+    assert sorted(Path(f).name for f in last.files) == ["permutation-gpt2-tiny.csv", "permutation-gpt2-tiny.json",
+                                                         "permutation-tiny.csv", "permutation-tiny.json"]
+    text, calib = view.estimate(ws, settings, "tiny", "permutation", *RUN_DEFAULTS.values(), None, second="gpt2-tiny")
+    assert "3 examples on each of tiny and gpt2-tiny" in text and "on both models together" in text
+    assert calib["key"] != view.estimate(ws, settings, "tiny", "permutation", *RUN_DEFAULTS.values())[1]["key"]
+    uniform, _ = view.estimate(ws, settings, "tiny", "uniform", *RUN_DEFAULTS.values(), None, second="gpt2-tiny")
+    assert "Expected time" in uniform  # on held-out examples, unlike the one-model uniform baseline
+    refused, _ = view.estimate(ws, settings, "tiny", "seeds", *RUN_DEFAULTS.values(), None, second="gpt2-tiny")
+    assert refused.startswith("No estimate: The seeds experiment retrains")
+    one = list(view.run_experiment(ws, settings, "tiny", "permutation", *RUN_DEFAULTS.values()))[-1]
+    assert one.second_box == {"__type__": "update", "visible": False} and one.first_head == ""
+
+
+def test_a_pair_that_cannot_be_compared_is_refused_before_running(env):
+    ws, settings = env
+    runs = view.run_experiment(ws, settings, "tiny", "seeds", *RUN_DEFAULTS.values(), second="tiny")
+    with pytest.raises(PlaygroundError, match="other than the first"):
+        next(runs)  # no "Running" line first: the message is the first thing shown
+
+
+def test_the_numbers_table_keeps_small_values_to_four_significant_digits():
+    """A TVD of 2e-7 reads 2.072e-07 in the table, as the summary's 2.1e-07 (it read 0 before)."""
+    from playground.analysis.experiments.jain_wallace import PermutationResult, PermutationRow
+    from playground.analysis.experiments.wiegreffe_pinter import LEARNED, UNIFORM, UniformResult, UniformRow
+
+    uniform = UniformResult(rows=[UniformRow(LEARNED, "mean TVD from learned", 0.0),
+                                  UniformRow(UNIFORM, "mean TVD from learned", 9.7183e-06)])
+    table = view.stats_table(uniform)
+    assert table[UNIFORM].tolist() == [9.718e-06] and table[LEARNED].tolist() == [0.0]
+    rows = [PermutationRow(i, 5, 0.3, tvd, tvd, tvd, 0.0) for i, tvd in enumerate((2.0718e-07, 2.4e-07))]
+    perm = view.stats_table(PermutationResult(rows=rows))
+    median = perm.set_index("statistic").loc["median_tvd"]
+    assert median["min"] == 2.072e-07 and median["max"] == 2.4e-07 and median["n"] == 2

@@ -54,6 +54,8 @@ class HeldOut:
     masks: list[Tensor | None] = field(default_factory=list)  # object pixels [H,W] (vit-shapes); rationale [T] (reviews)
     class_names: list[str] | None = None
     description: str = ""
+    sources: list[Any] = field(default_factory=list)  # the text each example was read from, where the family keeps it
+
 
     def __len__(self) -> int:
         return len(self.queries)

@@ -147,7 +147,7 @@ class BertTextExamples(TextExamples):
         idx = torch.randperm(len(split.val_ids), generator=gen)[: min(n, len(split.val_ids))].tolist()
         device = next(bundle.model.parameters()).device
         names = prepared.class_names or bundle.class_names or []
-        queries, units, masks, gold = [], [], [], []
+        queries, units, masks, gold, kept = [], [], [], [], []
         for i in idx:
             review = split.val_reviews[i]
             words = rationale_mask(review, len(review.words))
@@ -160,6 +160,8 @@ class BertTextExamples(TextExamples):
             units.append(p.units)
             masks.append(p.mask)
             gold.append(int(split.val_labels[i]))
-        labels = [f"val #{i}: {names[g] if g < len(names) else g}" for i, g in zip(idx, gold)]
+            kept.append(i)
+        labels = [f"val #{i}: {names[g] if g < len(names) else g}" for i, g in zip(kept, gold)]
         return HeldOut(bundle.family, "classifier", queries, labels, units, gold, masks, list(names),
-                       description=f"{len(queries)} validation texts")
+                       description=f"{len(queries)} validation texts",
+                       sources=[split.val_reviews[i].text for i in kept])

@@ -75,4 +75,4 @@ class TextExamples(FamilyExamples):
         units = [[token_label(tokenizer, t) for t in split.val_ids[i]] for i in idx]
         labels = [f"val #{i}: {names[g] if g < len(names) else g}" for i, g in zip(idx, gold)]
         return HeldOut(bundle.family, "classifier", queries, labels, units, gold, masks, list(names),
-                       description=f"{len(idx)} validation texts")
+                       description=f"{len(idx)} validation texts", sources=[split.val_reviews[i].text for i in idx])
