@@ -12,7 +12,7 @@ from playground.cli import register_modules
 from playground.errors import PlaygroundError
 
 SUBCOMMANDS = ("tokenizer", "train", "generate", "analyze", "bench", "list", "export", "lesson", "reproduce", "heads", "positions",
-               "coverage", "import_model", "patch", "lens")
+               "coverage", "import_model", "patch", "lens", "publish")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -1,12 +1,14 @@
 """The "Your space" panel: what this user can see (own, shared, library), Share and Delete."""
 from __future__ import annotations
 
+import shutil
 from typing import Any
 
 import gradio as gr
 import pandas as pd
 
 from playground.errors import NotFoundError, PlaygroundError
+from playground.hub_share import prepare, upload
 from playground.spaces import ReadOnlyError, UserSpace, shared_owner, space_rows
 from playground.ui import import_box
 from playground.ui.context import AppContext
@@ -95,6 +97,32 @@ def refresh(space: UserSpace) -> pd.DataFrame:
     return space_table(space)
 
 
+def hub_folder(space: UserSpace, label: str | None, name: str | None):
+    """(zip of the Hub-ready folder, status): the entry's card, curves and files
+    (playground.hub_share), in this session's scratch space, as one download."""
+    try:
+        kind = _kind(label)[:-1]
+        folder = prepare(space, kind, validate_name(name or ""), space.scratch_dir("hub-") / (name or ""))
+    except PlaygroundError as exc:
+        return gr.skip(), problem("prepare the Hub folder", exc)
+    archive = shutil.make_archive(str(folder.path), "zip", root_dir=folder.path)
+    return archive, (f"The Hub-ready folder of {label} {name!r} ({len(folder.files)} files, its card as README.md) is "
+                     "ready to download; upload it yourself with `hf upload`, or give a repository and a token below.")
+
+
+def hub_upload(space: UserSpace, label: str | None, name: str | None, repo: str | None, token: str | None) -> str:
+    """Prepare the entry's Hub-ready folder and upload it (private) to `repo` with the user's token;
+    the status line says where it went or why not (offline, a refused token). The token is used
+    for this request only: never stored, logged or sent back."""
+    try:
+        kind = _kind(label)[:-1]
+        folder = prepare(space, kind, validate_name(name or ""), space.scratch_dir("hub-") / (name or ""))
+        url = upload(folder, (repo or "").strip(), token=(token or "").strip() or None)
+    except PlaygroundError as exc:
+        return problem("upload", exc)
+    return f"Uploaded {label} {name!r} to {url} (private: make it public on the Hub when you want)."
+
+
 def build(ctx: AppContext) -> None:
     """Lay out the panel (inside an accordion the app places under its header)."""
     gr.Markdown(ABOUT)
@@ -123,6 +151,20 @@ def build(ctx: AppContext) -> None:
     # A question about one name must not be answered for another: editing the fields withdraws it.
     gr.on([name.input, kind.input], hide, None, [confirm], **private)
     ctx.on_workspace_change(refresh, [], [table], api_name="space")
+    with gr.Accordion("Share to the Hugging Face Hub", open=False):
+        gr.Markdown("The model or tokenizer named above as a Hub-ready folder: its files, a card (preset, what you "
+                    "changed, data, validation numbers) and its curves. Download it, or upload it to a private "
+                    "repository of yours with a write token (used for this upload only, never stored).")
+        with gr.Row(equal_height=True):
+            hub_btn = gr.Button("Prepare the folder", elem_id="space-hub-prepare", scale=1)
+            hub_zip = gr.DownloadButton("Download it (zip)", value=None, elem_id="space-hub-zip", scale=1)
+        with gr.Row(equal_height=True):
+            repo = gr.Textbox(label="Repository (user/name)", elem_id="space-hub-repo", scale=2)
+            token = gr.Textbox(label="Hub token (write)", type="password", elem_id="space-hub-token", scale=2)
+            push = gr.Button("Upload", elem_id="space-hub-upload", scale=1)
+    hub_btn.click(ctx.per_user(hub_folder), [ctx.user, kind, name], [hub_zip, status], api_name="space_hub_folder")
+    push.click(ctx.per_user(hub_upload), [ctx.user, kind, name, repo, token], [status], api_name="space_hub_upload",
+               **ctx.light())
     import_box.build(ctx)  # "Import a pretrained model"
 
 
