@@ -90,16 +90,19 @@ class TrainConfig:
 
 
 def preset_sections(preset: Preset) -> dict[str, Any]:
-    """`{"family", "description", "model", "data", "train"}` of a preset, plain JSON data."""
-    return {"family": preset.family, "description": preset.description,
-            "model": dict(preset.model), "data": dict(preset.data), "train": dict(preset.train)}
+    """`{"family", "description", "model", "data", "train"}` (and `"log"` when set) of a preset, plain JSON data."""
+    out = {"family": preset.family, "description": preset.description,
+           "model": dict(preset.model), "data": dict(preset.data), "train": dict(preset.train)}
+    if preset.log:
+        out["log"] = dict(preset.log)
+    return out
 
 
 def preset_from_sections(sections: dict[str, Any], name: str) -> Preset:
     """Inverse of :func:`preset_sections`."""
     return Preset(name=name, family=sections["family"], description=sections.get("description", ""),
                   model=dict(sections.get("model", {})), data=dict(sections.get("data", {})),
-                  train=dict(sections.get("train", {})))
+                  train=dict(sections.get("train", {})), log=dict(sections.get("log", {})))
 
 
 def check_model_values(config_cls: type[ModelConfig], values: dict[str, Any]) -> dict[str, Any]:
@@ -172,7 +175,9 @@ def preset_to_toml(preset: Preset) -> str:
     lines = [f"family = {_toml_value(preset.family)}"]
     if preset.description:
         lines.append(f"description = {_toml_value(preset.description)}")
-    for section in ("model", "data", "train"):
+    for section in ("model", "data", "train", "log"):
+        if section == "log" and not preset.log:
+            continue  # most runs report nowhere else: no empty [log] table in every TOML
         lines.append("")
         lines.append(f"[{section}]")
         for key, value in preset.section(section).items():

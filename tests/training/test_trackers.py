@@ -96,6 +96,8 @@ def test_tensorboard_events_travel_in_the_bundle_and_continue_on_resume(workspac
 
 
 @pytest.mark.slow  # a CLI process and trackio's import (gradio) take several seconds
+@pytest.mark.skipif(importlib.util.find_spec("trackio") is None,
+                    reason='trackio is in the trackers extra: pip install -e ".[test,trackers]" (the README\'s test command)')
 def test_trackio_run_from_the_cli_holds_the_runs_curve(tmp_path, corpus):
     toml = tmp_path / "tiny.toml"
     toml.write_text(preset_to_toml(tiny_preset("gpt", corpus, max_steps=6, eval_interval=3, log_interval=1)),
