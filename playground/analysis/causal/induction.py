@@ -55,7 +55,8 @@ def attention_only_gpt(vocab_size: int, recipe: Recipe | None = None) -> GPT:
     model = GPT(GPTConfig(vocab_size=vocab_size, block_size=r.block_size, n_layer=2, n_head=r.n_head,
                           d_model=r.d_model, d_ff=4, pos_encoding=r.pos_encoding))  # type: ignore[arg-type]
     for block in model.blocks:
-        for p in block.mlp.proj.parameters():
+        proj: nn.Module = block.mlp.proj  # type: ignore[union-attr,assignment]
+        for p in proj.parameters():
             nn.init.zeros_(p)
             p.requires_grad_(False)
     return model
@@ -171,7 +172,7 @@ class HeadsFound:
                 "verdict": self.verdict()}
 
 
-def patching_effects(model: nn.Module, pool: Sequence[int], pairs: int = 8, length: int = 12,
+def patching_effects(model: GPT, pool: Sequence[int], pairs: int = 8, length: int = 12,
                      seed: int = 0) -> tuple[np.ndarray, int]:
     """Mean denoising head-patching effect [L,H] over ``pairs`` induction pairs (random distinct
     tokens of ``pool``, ``length`` then a repeat up to a varying answer), and how many pairs
@@ -186,7 +187,7 @@ def patching_effects(model: nn.Module, pool: Sequence[int], pairs: int = 8, leng
             continue
         effects.append(patch_grids(model, runs, ("heads",), "denoise")["heads"].effect)
     if not effects:  # nothing to patch: no effect anywhere (verdict() fails it)
-        return np.zeros((len(model.blocks), model.blocks[0].attn.n_head)), 0
+        return np.zeros((model.config.n_layer, model.config.n_head)), 0
     return np.mean(effects, axis=0), len(effects)
 
 
@@ -214,7 +215,10 @@ def bundle_heads(bundle: Bundle, workspace: Workspace | None = None, n: int = 64
     """:func:`find_heads` on a GPT bundle, with the Heads view's inputs: ``n`` validation windows
     drawn with ``seed`` (:func:`family_data`, as ``analyse_heads`` does) and its vocabulary
     without the tokenizer's special tokens."""
+    model = bundle.model
+    if not isinstance(model, GPT):
+        raise PlaygroundError(f"{bundle.name!r} is a {bundle.family} model; the induction check reads a GPT's heads.")
     _, inputs = family_data(bundle, n, seed, workspace=workspace)
     specials = special_id_set(bundle.tokenizer) if bundle.tokenizer is not None else set()
-    pool = [i for i in range(bundle.model_config.vocab_size) if i not in specials]
-    return find_heads(bundle.model, inputs, pool, specials, n, seed, pairs)
+    pool = [i for i in range(model.config.vocab_size) if i not in specials]
+    return find_heads(model, inputs, pool, specials, n, seed, pairs)
