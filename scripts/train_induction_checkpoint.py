@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     data = {"corpus": "tinyshakespeare", "tokenizer": TOKENIZER, "val_fraction": VAL_FRACTION}
     train = {"max_steps": recipe.steps, "batch_size": recipe.repeat_rows + recipe.text_rows, "optimizer": "adamw",
              "lr": recipe.lr, "min_lr": recipe.lr, "schedule": "constant", "warmup_steps": recipe.warmup,
-             "beta1": 0.9, "beta2": 0.99, "weight_decay": 0.0, "seed": recipe.seed, "save_optimizer": False}
+             "beta1": 0.9, "beta2": 0.99, "weight_decay": recipe.weight_decay, "seed": recipe.seed, "save_optimizer": False}
     sections = {"family": "gpt", "description": DESCRIPTION, "model": model_cfg, "data": data, "train": train}
     extra = {"sections": sections, "run": {"status": "finished", "elapsed_s": round(spent, 1), "device": "cpu (fp32)",
                                            "script": "scripts/train_induction_checkpoint.py"},

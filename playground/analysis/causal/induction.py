@@ -29,7 +29,8 @@ from playground.workspace import Workspace
 class Recipe:
     """How :func:`train_induction` trains: the model's shape and the optimisation. Each step sees
     ``repeat_rows`` random sequences with a repeated span (loss on the copied tokens) and
-    ``text_rows`` windows of plain text (loss on every token); AdamW, linear warmup, then constant."""
+    ``text_rows`` windows of plain text (loss on every token); AdamW (``weight_decay`` on every
+    trained tensor, as torch applies it), linear warmup, then constant."""
 
     block_size: int = 32
     n_head: int = 4
@@ -41,6 +42,7 @@ class Recipe:
     text_rows: int = 64
     lr: float = 3e-3
     warmup: int = 200
+    weight_decay: float = 0.0
     seed: int = 0
 
     def to_dict(self) -> dict:
@@ -96,7 +98,7 @@ def train_induction(vocab_size: int, pool: Sequence[int], text: Tensor | None = 
     r = recipe or Recipe()
     model = attention_only_gpt(vocab_size, r)
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=r.lr, betas=(0.9, 0.99),
-                            weight_decay=0.0)
+                            weight_decay=r.weight_decay)
     g = torch.Generator().manual_seed(r.seed)
     pool_t = torch.as_tensor(list(pool), dtype=torch.long)
     model.train()
