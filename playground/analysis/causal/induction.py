@@ -1,91 +1,141 @@
 """The induction known result's tooling: a 2-layer attention-only GPT trained on repeated random
-spans, and :func:`find_heads`, the Heads view's previous-token and induction scores beside head
-patching on induction pairs. Olsson et al. (2022) find a previous-token head in layer 0 and an
-induction head in layer 1; whether a model trained here forms them, and whether patching names
-the same heads, is what find_heads reports (docs/causal.md: not yet on this machine's budget).
+spans (mixed with plain text), and :func:`find_heads`, the Heads view's previous-token and
+induction scores beside head patching on induction pairs. Olsson et al. (2022) find a
+previous-token head in layer 0 and an induction head in layer 1; docs/causal.md ("Induction
+heads") has the recipe, the runs, and the shipped checkpoint ``gpt-induction-2l``.
 """
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load_model
 from torch import Tensor, nn
 
 from playground.analysis.causal.pairs import induction_pair
 from playground.analysis.causal.patching import clean_and_corrupted, patch_grids
-from playground.analysis.heads.scores import (
-    induction_scores,
-    positional_scores,
-    repeated_random_tokens,
-)
+from playground.analysis.heads.report import family_data, gpt_induction, recorded_positional
+from playground.analysis.heads.scores import uniform_causal_baseline
+from playground.analysis.inputs import special_id_set
+from playground.bundle import Bundle
 from playground.errors import PlaygroundError
-from playground.models.attention import record_attention
 from playground.models.gpt import GPT, GPTConfig
+from playground.workspace import Workspace
 
 
-def attention_only_gpt(vocab: int = 32, length: int = 16, n_head: int = 4, d_model: int = 64, seed: int = 0,
-                       pos_encoding: str = "learned") -> GPT:
+@dataclass
+class Recipe:
+    """How :func:`train_induction` trains: the model's shape and the optimisation. Each step sees
+    ``repeat_rows`` random sequences with a repeated span (loss on the copied tokens) and
+    ``text_rows`` windows of plain text (loss on every token); AdamW (``weight_decay`` on every
+    trained tensor, as torch applies it), linear warmup, then constant."""
+
+    block_size: int = 32
+    n_head: int = 4
+    d_model: int = 64
+    pos_encoding: str = "rope"
+    min_span: int = 4
+    steps: int = 1000
+    repeat_rows: int = 64
+    text_rows: int = 64
+    lr: float = 3e-3
+    warmup: int = 200
+    weight_decay: float = 0.0
+    seed: int = 0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def attention_only_gpt(vocab_size: int, recipe: Recipe | None = None) -> GPT:
     """A 2-layer GPT that is attention only: each MLP's output projection is zero and frozen, so
     every block adds exactly attn(ln(x)); it stays a plain GPT (a bundle, the Heads view, export)."""
-    torch.manual_seed(seed)
-    model = GPT(GPTConfig(vocab_size=vocab, block_size=2 * length, n_layer=2, n_head=n_head, d_model=d_model, d_ff=4,
-                          pos_encoding=pos_encoding))
+    r = recipe or Recipe()
+    torch.manual_seed(r.seed)
+    model = GPT(GPTConfig(vocab_size=vocab_size, block_size=r.block_size, n_layer=2, n_head=r.n_head,
+                          d_model=r.d_model, d_ff=4, pos_encoding=r.pos_encoding))  # type: ignore[arg-type]
     for block in model.blocks:
-        for p in block.mlp.proj.parameters():
+        proj: nn.Module = block.mlp.proj  # type: ignore[union-attr,assignment]
+        for p in proj.parameters():
             nn.init.zeros_(p)
             p.requires_grad_(False)
     return model
 
 
-def induction_batch(vocab: int, block: int, batch: int, g: torch.Generator) -> tuple[Tensor, Tensor]:
-    """Random tokens [B, block] where a random span of n tokens (one n per batch, 2 .. block / 2 - 2)
-    is repeated right after itself, starting at a random offset per row: neither the copy's
-    distance nor its absolute position can be guessed, only found by an induction circuit. Spans
-    as short as 2 leave no room for a circuit that matches a token k > 1 positions back (which
-    longer spans alone let a model learn instead of the previous-token head).
-    Returns (tokens, copied [B, block]: True at the second copy's tokens after its first)."""
-    x = torch.randint(vocab, (batch, block), generator=g)  # [B,T]
-    n = int(torch.randint(2, block // 2 - 1, (1,), generator=g))
-    starts = torch.randint(0, block - 2 * n + 1, (batch,), generator=g)  # [B]
-    cols = starts[:, None] + torch.arange(n)[None, :]  # [B,n]: the first copy's columns
-    x.scatter_(1, cols + n, x.gather(1, cols))  # second copy right after the first
-    copied = torch.zeros(batch, block, dtype=torch.bool)
-    copied.scatter_(1, cols[:, 1:] + n, True)  # predictable by copying (the copy's first token is not)
+def induction_batch(pool: Tensor, block: int, batch: int, g: torch.Generator,
+                    min_span: int = 4) -> tuple[Tensor, Tensor]:
+    """Random tokens of ``pool`` [B, block] where, in each row, a span of n tokens (n drawn per row,
+    ``min_span`` .. block / 2) after a random prefix of p tokens (0 .. block - 2n) is repeated right
+    after itself: neither the copy's distance nor its position can be guessed, only found by
+    matching tokens. Returns (tokens, copied [B, block]: True at the second copy's tokens after
+    its first, the ones copying predicts)."""
+    if not 1 <= min_span <= block // 2:
+        raise PlaygroundError(f"min_span must be between 1 and block / 2 = {block // 2}, got {min_span}.")
+    x = pool[torch.randint(len(pool), (batch, block), generator=g)]  # [B,T]
+    n = torch.randint(min_span, block // 2 + 1, (batch,), generator=g)  # [B]
+    p = (torch.rand(batch, generator=g) * (block - 2 * n + 1)).long()  # [B]: 0 .. T-2n
+    t = torch.arange(block)[None, :]  # [1,T]
+    second = (t >= (p + n)[:, None]) & (t < (p + 2 * n)[:, None])  # [B,T]: the second copy
+    src = (t - n[:, None]).clamp(min=0)  # [B,T]: the column each second-copy token copies
+    x = torch.where(second, x.gather(1, src), x)  # the first copy is never overwritten: one gather is exact
+    copied = second & (t > (p + n)[:, None])  # its first token is not predictable
     return x, copied
 
 
-def train_induction(vocab: int = 32, length: int = 16, steps: int = 3000, batch: int = 64, lr: float = 1e-3,
-                    seed: int = 0, pos_encoding: str = "learned") -> GPT:
-    """Train :func:`attention_only_gpt` (context 2 x ``length``) on :func:`induction_batch`
-    sequences, the loss on the copied tokens only (the rest is unpredictable noise that would
-    drown the signal); returns it in eval mode."""
-    model = attention_only_gpt(vocab, length, seed=seed, pos_encoding=pos_encoding)
-    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
-    g = torch.Generator().manual_seed(seed)
+def text_windows(ids: Tensor, block: int, rows: int, g: torch.Generator) -> Tensor:
+    """``rows`` random windows of block + 1 tokens of ``ids`` [N] -> [rows, block + 1]."""
+    starts = torch.randint(0, len(ids) - block - 1, (rows,), generator=g)  # [R]
+    return ids[starts[:, None] + torch.arange(block + 1)[None, :]]
+
+
+def train_induction(vocab_size: int, pool: Sequence[int], text: Tensor | None = None, recipe: Recipe | None = None,
+                    progress: Callable[[int, float], None] | None = None) -> GPT:
+    """Train :func:`attention_only_gpt` by ``recipe`` on :func:`induction_batch` sequences drawn
+    from ``pool`` (the vocabulary without specials) plus windows of ``text`` (training token ids;
+    none: repeats only). ``progress(step, loss)`` every 50 steps. Returns it in eval mode."""
+    r = recipe or Recipe()
+    model = attention_only_gpt(vocab_size, r)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=r.lr, betas=(0.9, 0.99),
+                            weight_decay=r.weight_decay)
+    g = torch.Generator().manual_seed(r.seed)
+    pool_t = torch.as_tensor(list(pool), dtype=torch.long)
     model.train()
-    for _ in range(steps):
-        x, copied = induction_batch(vocab, 2 * length, batch, g)  # [B,2L] each
-        logits = model(x[:, :-1])  # [B,2L-1,V]: position t predicts token t+1
-        loss = F.cross_entropy(logits[copied[:, 1:]], x[:, 1:][copied[:, 1:]])
+    for step in range(1, r.steps + 1):
+        for group in opt.param_groups:
+            group["lr"] = r.lr * min(1.0, step / max(1, r.warmup))
+        x, copied = induction_batch(pool_t, r.block_size, r.repeat_rows, g, r.min_span)  # [B,T] each
+        logits = model(x)  # [B,T,V]: position t predicts token t+1
+        loss = F.cross_entropy(logits[:, :-1][copied[:, 1:]], x[:, 1:][copied[:, 1:]])
+        if text is not None and r.text_rows:
+            w = text_windows(text, r.block_size, r.text_rows, g)  # [R,T+1]
+            loss = loss + F.cross_entropy(model(w[:, :-1]).flatten(0, 1), w[:, 1:].flatten())
         opt.zero_grad()
         loss.backward()
         opt.step()
+        if progress is not None and step % 50 == 0:
+            progress(step, float(loss.detach()))
     return model.eval()
+
+
+# A head of the circuit puts at least half its attention on its key: 5x what uniform attention
+# scores on previous-token (0.098 on windows of 32) and 11x on induction (0.045 on 16 tokens
+# repeated); and restoring it alone brings back at least half the clean-corrupted difference.
+SCORE_MIN = 0.5
+EFFECT_MIN = 0.5
 
 
 @dataclass
 class HeadsFound:
-    """Per layer x head: the attention scores and the mean denoising head-patching effect."""
+    """Per layer x head: the Heads view's scores and the mean denoising head-patching effect."""
 
-    previous: np.ndarray  # [L,H]
-    induction: np.ndarray  # [L,H]
-    patching: np.ndarray  # [L,H]
+    previous: np.ndarray  # [L,H]: attention to key q-1 on validation windows
+    induction: np.ndarray  # [L,H]: attention to key q-L+1 on random tokens repeated
+    patching: np.ndarray  # [L,H]: normalised effect, mean over the pairs
+    pairs: int  # induction pairs that moved the answer (the mean's count)
     in_context_drop: float  # loss on the first copy minus the second
+    uniform: dict[str, float]  # what uniform attention scores
 
     def named(self) -> dict[str, tuple[int, int]]:
         """(layer, head) of the top previous-token head in layer 0, the top induction head in
@@ -93,37 +143,84 @@ class HeadsFound:
         return {"previous": (0, int(self.previous[0].argmax())), "induction": (1, int(self.induction[1].argmax())),
                 "patched_0": (0, int(self.patching[0].argmax())), "patched_1": (1, int(self.patching[1].argmax()))}
 
+    def agree(self) -> bool:
+        """Whether patching ranks first in each layer the head the score ranks first."""
+        n = self.named()
+        return n["previous"] == n["patched_0"] and n["induction"] == n["patched_1"]
 
-@torch.no_grad()
-def find_heads(model: GPT, vocab: int = 32, length: int = 12, pairs: int = 8, seed: int = 0) -> HeadsFound:
-    """Heads view scores on repeated random tokens beside head patching on induction pairs."""
-    g = torch.Generator().manual_seed(seed)
-    x = repeated_random_tokens(range(vocab), length, 32, g)  # [B,2L]
-    with record_attention(model) as maps:
-        logits = model(x)
-    names = [f"blocks.{i}.attn" for i in range(len(model.blocks))]
-    prev = positional_scores({n: maps[n] for n in names})["previous"]
-    ind = induction_scores({n: maps[n] for n in names}, length)
-    loss = F.cross_entropy(logits[:, :-1].flatten(0, 1), x[:, 1:].flatten(), reduction="none").view(32, -1)
-    drop = float(loss[:, : length - 1].mean() - loss[:, length:].mean())
+    def verdict(self) -> list[str]:
+        """What keeps this model from the known result (empty: it shows it): patching must rank
+        first in layer 0 the top previous-token head and in layer 1 the top induction head, each
+        head's score at least :data:`SCORE_MIN` and its mean patching effect at least :data:`EFFECT_MIN`."""
+        if self.pairs == 0:
+            return ["no induction pair changes the model's answer: it has not learned induction"]
+        out = []
+        for (layer, head), score, what in ((self.named()["previous"], self.previous, "previous-token"),
+                                           (self.named()["induction"], self.induction, "induction")):
+            patched = int(self.patching[layer].argmax())
+            if patched != head:
+                out.append(f"layer {layer}: the top {what} head is H{head} but patching ranks H{patched} first")
+            if score[layer, head] < SCORE_MIN:
+                out.append(f"layer {layer}: the top {what} score is {score[layer, head]:.2f} < {SCORE_MIN}")
+            if self.patching[layer, head] < EFFECT_MIN:
+                out.append(f"layer {layer}: H{head}'s patching effect is {self.patching[layer, head]:.2f} < {EFFECT_MIN}")
+        return out
+
+    def to_dict(self) -> dict:
+        return {"previous": self.previous.round(4).tolist(), "induction": self.induction.round(4).tolist(),
+                "patching": self.patching.round(4).tolist(), "pairs": self.pairs,
+                "in_context_drop": round(self.in_context_drop, 4), "uniform": self.uniform,
+                "named": {k: list(v) for k, v in self.named().items()}, "agree": self.agree(),
+                "verdict": self.verdict()}
+
+
+def patching_effects(model: GPT, pool: Sequence[int], pairs: int = 8, length: int = 12,
+                     seed: int = 0) -> tuple[np.ndarray, int]:
+    """Mean denoising head-patching effect [L,H] over ``pairs`` induction pairs (random distinct
+    tokens of ``pool``, ``length`` then a repeat up to a varying answer), and how many pairs
+    moved the answer (a pair whose corruption does not change it has nothing to patch; with
+    none, zeros and 0)."""
     effects = []
     for s in range(pairs):
-        pair = induction_pair(range(vocab), length, answer_at=1 + s % (length - 1), seed=seed + s)
+        pair = induction_pair(pool, length, answer_at=1 + s % (length - 1), seed=seed + s)
         try:
             runs = clean_and_corrupted(model, pair.clean_ids, pair.corrupted_ids, pair.metric, ("heads",))
-        except PlaygroundError:  # this pair's corruption does not move the answer: nothing to patch
+        except PlaygroundError:
             continue
         effects.append(patch_grids(model, runs, ("heads",), "denoise")["heads"].effect)
-    if not effects:
-        raise PlaygroundError("No induction pair changes this model's answer: it has not learned induction.")
-    return HeadsFound(np.array([prev[n] for n in names]), np.array([ind[n] for n in names]),
-                      np.mean(effects, axis=0), drop)
+    if not effects:  # nothing to patch: no effect anywhere (verdict() fails it)
+        return np.zeros((model.config.n_layer, model.config.n_head)), 0
+    return np.mean(effects, axis=0), len(effects)
 
 
-def load_induction(folder: str | Path) -> GPT:
-    """The shipped attention-only model (scripts/train_induction_checkpoint.py): safetensors, never a pickle."""
-    folder = Path(folder)
-    info = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    model = GPT(GPTConfig(**info["config"]))
-    load_model(model, str(folder / "model.safetensors"))
-    return model.eval()
+@torch.no_grad()
+def find_heads(model: GPT, inputs: list[tuple], pool: Sequence[int], specials: set[int] | None = None, n: int = 64,
+               seed: int = 0, pairs: int = 8) -> HeadsFound:
+    """The Heads view's scores, computed by its own functions on its own inputs (previous-token on
+    ``inputs``, its batches of validation windows [B,T]; induction on ``n`` random sequences of
+    block_size / 2 tokens repeated, drawn with ``seed``), beside head patching on ``pairs``
+    induction pairs of tokens from ``pool``."""
+    names = [f"blocks.{i}.attn" for i in range(len(model.blocks))]
+    prev = recorded_positional(model, inputs)["previous"]
+    V, T = model.config.vocab_size, model.config.block_size
+    length = T // 2
+    ind, in_context = gpt_induction(model, V, set(specials or ()), length, n, seed)
+    effects, used = patching_effects(model, pool, pairs, seed=seed)
+    uniform = {"previous": uniform_causal_baseline(int(inputs[0][0].shape[1]), -1),
+               "induction": uniform_causal_baseline(2 * length, first_query=length)}
+    return HeadsFound(np.array([prev[m] for m in names]), np.array([ind[m] for m in names]), effects, used,
+                      in_context["drop"], uniform)
+
+
+def bundle_heads(bundle: Bundle, workspace: Workspace | None = None, n: int = 64, seed: int = 0,
+                 pairs: int = 8) -> HeadsFound:
+    """:func:`find_heads` on a GPT bundle, with the Heads view's inputs: ``n`` validation windows
+    drawn with ``seed`` (:func:`family_data`, as ``analyse_heads`` does) and its vocabulary
+    without the tokenizer's special tokens."""
+    model = bundle.model
+    if not isinstance(model, GPT):
+        raise PlaygroundError(f"{bundle.name!r} is a {bundle.family} model; the induction check reads a GPT's heads.")
+    _, inputs = family_data(bundle, n, seed, workspace=workspace)
+    specials = special_id_set(bundle.tokenizer) if bundle.tokenizer is not None else set()
+    pool = [i for i in range(model.config.vocab_size) if i not in specials]
+    return find_heads(model, inputs, pool, specials, n, seed, pairs)
