@@ -67,3 +67,26 @@ def test_loo_under_an_attention_override_takes_the_plain_path() -> None:
     q = _query(model)
     with override_attention(model, {n: (lambda w, s: w) for n in attention_modules(model)}):
         assert q.explainer.loo_logits(q, *q.explainer.loo_variants(q, "replace")) is None
+
+
+def test_ig_in_memory_capped_chunks_equals_one_batch() -> None:
+    """The app's IG runs its steps in chunks sized to memory; any chunking gives one batch's numbers."""
+    q = _query(tiny_gpt(20), B=2)
+    one = at.integrated_gradients(q, 6, auto_steps=False, internal_batch_size=12)  # 2 examples x 6 steps at once
+    for rows in (5, 7):  # uneven chunks, one splitting an example's steps
+        chunked = at.integrated_gradients(q, 6, auto_steps=False, internal_batch_size=rows)
+        torch.testing.assert_close(chunked.values, one.values, atol=1e-6, rtol=1e-5)
+        torch.testing.assert_close(chunked.delta, one.delta, atol=1e-6, rtol=1e-5)
+    assert float(one.values.abs().max()) > 1e-3
+
+
+def test_ig_does_not_depend_on_whether_the_weights_require_grad() -> None:
+    """Gradients are taken w.r.t. the embeddings only: frozen or trainable weights, same IG, no .grad left."""
+    model = tiny_gpt(20)
+    q = _query(model, B=2)
+    trainable = at.integrated_gradients(q, 6, auto_steps=False)
+    assert all(p.grad is None for p in model.parameters())
+    for p in model.parameters():
+        p.requires_grad_(False)
+    frozen = at.integrated_gradients(q, 6, auto_steps=False)
+    torch.testing.assert_close(frozen.values, trainable.values, atol=1e-6, rtol=1e-5)  # rounding only
