@@ -90,3 +90,25 @@ def test_ig_does_not_depend_on_whether_the_weights_require_grad() -> None:
         p.requires_grad_(False)
     frozen = at.integrated_gradients(q, 6, auto_steps=False)
     torch.testing.assert_close(frozen.values, trainable.values, atol=1e-6, rtol=1e-5)  # rounding only
+
+
+def _vit_query() -> Query:
+    from tests.analysis.conftest import tiny_vit
+
+    model = tiny_vit()
+    x = torch.rand(2, 3, 16, 16, generator=torch.Generator().manual_seed(2))
+    return Query(model, get_family("vit").explainer, x, torch.tensor([1, 3]), get_family("vit").input_embedding(model),
+                 baselines=torch.zeros_like(x), grid=(4, 4))
+
+
+@pytest.mark.parametrize("kind", ["gpt", "vit"])
+def test_ig_from_one_pass_equals_captum_layer_integrated_gradients(kind: str) -> None:
+    """Our IG (layer outputs and F from one pass, captum IntegratedGradients over them) gives
+    LayerIntegratedGradients' attributions and convergence delta."""
+    q = _query(tiny_gpt(20), B=2) if kind == "gpt" else _vit_query()
+    values, delta, f = at._ig_once(q, 8, None, "gausslegendre")
+    ref_values, ref_delta = at._ig_layer(q, 8, None, "gausslegendre")
+    torch.testing.assert_close(values, ref_values, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(delta, ref_delta, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(f, torch.cat([q.score(), q.score(q.baselines)]), atol=1e-6, rtol=1e-5)
+    assert float(values.abs().max()) > 1e-3
