@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import copy
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
@@ -148,7 +148,8 @@ class IGResult(Attribution):
         return torch.clamp(REL_TOL * (self.f_inputs - self.f_baselines).abs(), min=ABS_TOL)  # type: ignore[operator]
 
 
-def _ig_once(query: Query, n_steps: int, internal_batch_size: int | None, method: str) -> tuple[Tensor, Tensor]:
+def _ig_layer(query: Query, n_steps: int, internal_batch_size: int | None, method: str) -> tuple[Tensor, Tensor]:
+    """captum LayerIntegratedGradients as is: (units [B,U], convergence delta [B])."""
     from captum.attr import (
         LayerIntegratedGradients,  # function-level: captum adds ~0.5 s to the app's start
     )
@@ -162,10 +163,56 @@ def _ig_once(query: Query, n_steps: int, internal_batch_size: int | None, method
     return units_from_layer(attr, query), delta.detach().reshape(-1)
 
 
+def _ig_once(query: Query, n_steps: int, internal_batch_size: int | None, method: str) -> tuple[Tensor, Tensor, Tensor]:
+    """IG over the embedding layer's output: (units [B,U], convergence delta [B], F [2B] of inputs then baselines).
+
+    The same integral as captum's LayerIntegratedGradients, with one forward fewer on each side:
+    a single pass over inputs and baselines gives both F and the layer's outputs there (LayerIG
+    runs one pass per side for the outputs and two more for its delta); captum's
+    IntegratedGradients then integrates over those outputs, the layer's output replaced by the
+    interpolated one through a forward hook (as LayerIG does), and the delta is Σ attr − (F(x) − F(x′)).
+    A layer called more than once per forward goes through LayerIG unchanged.
+    """
+    from captum.attr import (
+        IntegratedGradients,  # function-level: captum adds ~0.5 s to the app's start
+    )
+
+    B = query.batch_size
+    doubled = query.select(list(range(B)) * 2)
+    outputs: list[Tensor] = []
+    handle = query.layer.register_forward_hook(lambda module, args, out: outputs.append(out.detach()))
+    try:
+        with torch.no_grad(), no_cudnn():
+            f = doubled.forward_fn()(torch.cat([query.inputs, query.baselines]), *doubled.forward_args())  # [2B]
+    finally:
+        handle.remove()
+    if len(outputs) != 1 or not isinstance(outputs[0], Tensor):
+        values, delta = _ig_layer(query, n_steps, internal_batch_size, method)
+        return values, delta, f
+    emb_x, emb_b = outputs[0][:B], outputs[0][B:]  # [B,T,D] (or [B,D,h,w])
+    score = query.forward_fn()
+
+    def f_embedded(emb: Tensor, inputs: Tensor, *args: Tensor) -> Tensor:
+        hook = query.layer.register_forward_hook(lambda module, a, out: emb)  # the layer outputs emb instead
+        try:
+            return score(inputs, *args)  # [N]
+        finally:
+            hook.remove()
+
+    rows = internal_batch_size or max(B, batch_rows(query))
+    with no_cudnn():
+        attr = IntegratedGradients(f_embedded).attribute(emb_x, baselines=emb_b, n_steps=n_steps, method=method,
+                                                         additional_forward_args=(query.inputs, *query.forward_args()),
+                                                         internal_batch_size=rows)
+    delta = attr.detach().flatten(1).sum(1) - (f[:B] - f[B:])  # [B]
+    return units_from_layer(attr, query), delta, f
+
+
 def integrated_gradients(query: Query, n_steps: int = 50, auto_steps: bool = True, max_steps: int = MAX_STEPS,
                          rel_tol: float = REL_TOL, internal_batch_size: int | None = None,
                          method: str = "gausslegendre") -> IGResult:
-    """captum LayerIntegratedGradients on the embedding layer from ``query.baselines``.
+    """Integrated gradients over the embedding layer's output from ``query.baselines``: captum's
+    IntegratedGradients on that output, the integral of LayerIntegratedGradients (:func:`_ig_once`).
 
     With ``auto_steps`` the examples whose |delta| exceeds rel_tol·|F(x) − F(x′)| (or ABS_TOL)
     are recomputed with twice the steps, up to ``max_steps``. IG steps are batched
@@ -174,19 +221,16 @@ def integrated_gradients(query: Query, n_steps: int = 50, auto_steps: bool = Tru
     if query.baselines is None:
         raise ValueError("integrated gradients needs query.baselines")
     B = query.batch_size
-    both = torch.cat([query.inputs, query.baselines])
-    doubled = query.select(list(range(B)) * 2)
-    f = doubled.score(both)  # [2B]
+    values, delta, f = _ig_once(query, n_steps, internal_batch_size, method)
     f_x, f_b = f[:B], f[B:]
     tol = torch.clamp(rel_tol * (f_x - f_b).abs(), min=ABS_TOL)
-    values, delta = _ig_once(query, n_steps, internal_batch_size, method)
     steps = torch.full((B,), n_steps, dtype=torch.long)
     todo = (delta.abs() > tol).nonzero().flatten()
     current = n_steps
     while auto_steps and todo.numel() and current * 2 <= max_steps:
         current *= 2
         sub = query.select(todo)
-        v, d = _ig_once(sub, current, internal_batch_size, method)
+        v, d, _ = _ig_once(sub, current, internal_batch_size, method)
         values[todo], delta[todo], steps[todo] = v, d, current
         todo = todo[(d.abs() > tol[todo])]
     return IGResult("ig", values, True, delta, steps, f_x, f_b, delta.abs() <= tol)
@@ -262,30 +306,90 @@ def deleted_tokens(query: Query) -> Tensor:
     return torch.where(valid[None], gathered, torch.full_like(gathered, query.pad_id)).transpose(0, 1)  # [U,B,T]
 
 
-def leave_one_out(query: Query, mode: str = "replace", batch_size: int | None = None) -> LOOResult:
-    """Leave-one-out TVD per unit, all variants batched (``batch_size`` rows per forward).
+def plain_loo_logits(query: Query, variants: Tensor, positions: Tensor | None,
+                     rows: int) -> Iterator[tuple[Tensor, Tensor]]:
+    """The explained logits of every leave-one-out variant, one whole forward per variant:
+    yields (row indices [n], logits [n,V]) for ``rows`` variants at a time."""
+    U = variants.shape[0] // query.batch_size
+    dec = None if query.decoder_inputs is None else query.decoder_inputs.repeat(U, 1)
+    for start in range(0, variants.shape[0], rows):
+        sl = slice(start, start + rows)
+        pos = None if positions is None else positions[sl]
+        last = query.last_only and pos is not None and bool((pos == variants.shape[1] - 1).all())
+        logits = query.explainer.output_rows(query, variants[sl], pos, None if dec is None else dec[sl], last)
+        yield torch.arange(start, start + logits.shape[0], device=query.device), logits
+
+
+def prefix_cached_logits(model: nn.Module, inputs: Tensor, variants: Tensor, positions: Tensor,
+                         budget: int = ACTIVATION_BUDGET) -> Iterator[tuple[Tensor, Tensor]]:
+    """The logits at ``positions`` [N] of N variants [N,T] of a causal LM's B inputs [B,T]
+    (variant n changes input n % B), computed from where each variant first differs.
+
+    A causal model's states before the first changed token i are the unchanged input's, so one
+    forward of the inputs fills a KV cache, and each variant recomputes only positions i..p
+    (its query position p) on top of that cache's first i positions: about n²/2 token-forwards
+    for n one-token variants instead of n². Variants are taken in order of i, in chunks that
+    start at the chunk's smallest i and whose activations and cache copies fit ``budget``
+    floats. The model needs ``new_cache()`` and ``forward(ids, cache=, last_only=)`` (our GPT).
+    Yields (row indices [n], logits [n,V]), rows in any order.
+    """
+    N, T = variants.shape
+    B = inputs.shape[0]
+    b_of = torch.arange(N, device=variants.device) % B  # [N] the input each variant changes
+    differs = variants != inputs[b_of]  # [N,T]
+    first = torch.where(differs.any(1), differs.int().argmax(1), T)  # [N] first changed position (T: none)
+    first = torch.minimum(first, positions)  # a change after the query position cannot matter: start at p
+    order = torch.argsort(first, stable=True)
+    cfg = getattr(model, "config", None)
+    width = (getattr(cfg, "d_model", None) or 256) * (getattr(cfg, "n_layer", None) or 4)
+    cache = model.new_cache(T)
+    with torch.no_grad():
+        model(inputs, cache=cache)  # fills keys/values of positions 0..T-1 of every input
+        start = 0
+        while start < N:
+            a = int(first[order[start]])
+            rows = max(1, budget // ((12 * (T - a) + 2 * T) * width))  # activations + the chunk's cache copy
+            idx = order[start:start + rows]  # [n] variants, first changed position >= a
+            end = int(positions[idx].max()) + 1  # positions a..end-1 are recomputed
+            part = model.new_cache(T)
+            part.length = a
+            for full, slot in zip(cache.layers, part.layers):
+                k, v = full.k, full.v  # [B,H,T,hd]
+                slot.k = k.new_empty(len(idx), *k.shape[1:])  # [n,H,T,hd]
+                slot.v = v.new_empty(len(idx), *v.shape[1:])
+                slot.k[:, :, :a] = k[b_of[idx], :, :a]
+                slot.v[:, :, :a] = v[b_of[idx], :, :a]
+            pos = positions[idx] - a  # [n] each variant's query row within the recomputed part
+            last = bool((pos == end - a - 1).all())
+            logits = model(variants[idx, a:end], cache=part, last_only=last)  # [n,end-a,V] ([n,1,V])
+            yield idx, logits[:, -1] if last else logits[torch.arange(len(idx), device=logits.device), pos]
+            start += len(idx)
+
+
+def leave_one_out(query: Query, mode: str = "replace", batch_size: int | None = None,
+                  reuse_prefix: bool = True) -> LOOResult:
+    """Leave-one-out TVD per unit, all variants batched (``batch_size`` rows per whole forward).
 
     "replace" puts the baseline (pad/unk id, black patch) in place of the unit; "delete"
-    removes the token (text only). Images always use replacement (patch occlusion).
+    removes the token (text only). Images always use replacement (patch occlusion). A family
+    may compute the variants' outputs faster (:meth:`FamilyExplainer.loo_logits`: a causal LM
+    reuses the unchanged prefix through its KV cache) unless ``reuse_prefix`` is False or
+    ``batch_size`` is given; the values are the same.
     """
     if mode not in LOO_MODES:
         raise ValueError(f"leave-one-out mode {mode!r}; one of {LOO_MODES}")
     mode = query.explainer.loo_mode(mode)
     B, U = query.batch_size, query.n_units
     variants, positions = query.explainer.loo_variants(query, mode)  # [U·B,...], [U·B] or None
-    dec = None if query.decoder_inputs is None else query.decoder_inputs.repeat(U, 1)
-    rows = batch_size or batch_rows(query)
     ref = query.probs()  # [B,V]
     out = torch.empty(U * B, device=query.device, dtype=ref.dtype)
     with torch.no_grad():
-        for start in range(0, U * B, rows):
-            sl = slice(start, start + rows)
-            pos = None if positions is None else positions[sl]
-            last = query.last_only and pos is not None and bool((pos == variants.shape[1] - 1).all())
-            logits = query.explainer.output_rows(query, variants[sl], pos, None if dec is None else dec[sl], last)
+        chunks = query.explainer.loo_logits(query, variants, positions) if reuse_prefix and not batch_size else None
+        if chunks is None:
+            chunks = plain_loo_logits(query, variants, positions, batch_size or batch_rows(query))
+        for idx, logits in chunks:
             p = wide(logits).softmax(-1)  # [n,V] (float64 stays float64)
-            b = torch.arange(start, start + p.shape[0], device=query.device) % B
-            out[sl] = tvd(p, ref[b])  # [n]
+            out[idx] = tvd(p, ref[idx % B])  # [n]
     return LOOResult("loo" if mode == "replace" else "loo_delete", out.view(U, B).T.contiguous(), False, mode)
 
 

@@ -3,19 +3,19 @@ query position, over the prompt's tokens."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
 
-from playground.analysis.explain.attributions import deleted_tokens, replaced_tokens
+from playground.analysis.explain.attributions import deleted_tokens, prefix_cached_logits, replaced_tokens
 from playground.analysis.explain.propagation import entropy
 from playground.analysis.explainer import AnalyzeView, FamilyExplainer, log_prob
 from playground.analysis.heads.batches import HeadBatches, lm_windows
 from playground.analysis.query import Query
 from playground.errors import PlaygroundError
-from playground.models.attention import attention_modules
+from playground.models.attention import attention_modules, needs_explicit
 
 if TYPE_CHECKING:  # bundle imports the family registry, which imports this module
     from playground.bundle import Bundle
@@ -91,6 +91,18 @@ class LMExplainer(FamilyExplainer):
             out = torch.where(bad[..., None], replaced_tokens(query).view(out.shape), out)
             new_pos = new_pos.clamp_min(0)
         return out.flatten(0, 1), new_pos.flatten()
+
+    def loo_logits(self, query: Query, variants: Tensor,
+                   positions: Tensor | None) -> Iterator[tuple[Tensor, Tensor]] | None:
+        """Each variant recomputed from its first changed token on top of the unchanged prefix's
+        KV cache (:func:`prefix_cached_logits`); None for a model without a cache, or while an
+        attention record/override is open on it (those see every query row)."""
+        model = query.model
+        if positions is None or not (hasattr(model, "new_cache") and _accepts(model, "cache")):
+            return None
+        if any(needs_explicit(m) for m in attention_modules(model).values()):
+            return None
+        return prefix_cached_logits(model, query.inputs, variants, positions)
 
     def reachable_units(self, query: Query, b: int = 0) -> Tensor:
         mask = super().reachable_units(query, b)
