@@ -225,6 +225,7 @@ class _Run:
     elapsed_s: float = 0.0
     seen: int = 0  # tokens or samples trained on
     saved_step: int = -1
+    saved_status: str = ""  # the status written with the checkpoint of saved_step
     tracker: Tracker = field(default_factory=NoTracker)  # where the run also reports ([log]; main process only)
 
 
@@ -257,8 +258,14 @@ def _save(run: _Run, status: str) -> str:
                   "device": run.caps.describe(), "world_size": run.dist.world_size,
                   "parameters": sum(p.numel() for p in run.model.parameters())},
     )
-    run.saved_step = run.step
+    run.saved_step, run.saved_status = run.step, status
     return run.name
+
+
+def _unsaved_stop(run: _Run) -> bool:
+    """Whether a stop at this step must write a checkpoint: steps since the last one, or the last
+    one is of this very step but says "running" (an evaluation's, just before the stop)."""
+    return run.step > 0 and (run.step > run.saved_step or run.saved_status == "running")
 
 
 def _setup(
@@ -555,7 +562,7 @@ def _loop(run: _Run, notes: list[str], stop: StopFlag) -> Iterator[TrainEvent]:
             finite = True
         except TrainingError:
             finite = False
-        if finite and dist.is_main and run.step > run.saved_step and run.step > 0:
+        if finite and dist.is_main and _unsaved_stop(run):
             _save(run, "stopped")
         raise
     except (torch.cuda.OutOfMemoryError, MemoryError, RuntimeError) as exc:
@@ -567,7 +574,7 @@ def _loop(run: _Run, notes: list[str], stop: StopFlag) -> Iterator[TrainEvent]:
     if stopped:
         record(fetch())  # what is saved must be finite
         saved: str | None = None
-        if dist.is_main and run.step > run.saved_step and run.step > 0:
+        if dist.is_main and _unsaved_stop(run):
             saved = _save(run, "stopped")
         yield event("stopped", checkpoint=saved or (run.name if run.saved_step >= 0 else None),
                     message=f"stopped at step {run.step}; resume to continue.")

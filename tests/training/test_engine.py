@@ -60,6 +60,20 @@ def _train_until(preset, workspace, name, stop_at: int, **kw):
     return events
 
 
+def test_a_stop_just_after_an_evaluation_says_stopped(workspace, corpus_file):
+    """Stop pressed as an evaluation's checkpoint is written: that checkpoint (status "running")
+    is of the same step, and the run is saved again as "stopped" (it said "running" before, so a
+    browser test that stopped on an evaluation step failed now and then)."""
+    preset = tiny_preset("gpt", corpus_file, max_steps=40, eval_interval=5, log_interval=1)
+    stop = threading.Event()
+    for ev in train(preset, workspace, "at-eval", device="cpu", stop=stop):
+        if ev.kind == "eval" and ev.step == 10:
+            stop.set()  # the loop sees it before step 11
+    assert ev.kind == "stopped" and ev.step == 10
+    meta = load_bundle("at-eval", workspace).config
+    assert meta["step"] == 10 and meta["run"]["status"] == "stopped"
+
+
 def test_stop_then_resume_continues_steps_metrics_and_losses(workspace, corpus_file):
     preset = tiny_preset("gpt", corpus_file, max_steps=20, eval_interval=5)
     run_training(preset, workspace, "full", device="cpu")  # the uninterrupted run to compare with

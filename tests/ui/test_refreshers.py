@@ -91,11 +91,11 @@ def test_each_refresher_runs_on_save_and_on_its_own_tab(tmp_path):
     top = {i for i, elem_id in tabs.items() if (elem_id or "").startswith("tab-") and elem_id != "tab-lessons"}
     on_tab = [d for d in private if [t[1] for t in d["targets"]] == ["select"] and d["targets"][0][0] in top]
     # tokenizers saved, Train's tokenizers and runs, Generate and its second model, Analyze and its
-    # second model, My space
-    assert len(on_tab) == 8
+    # second model (per input and in Experiments), My space
+    assert len(on_tab) == 9
     assert sorted(tabs[d["targets"][0][0]] for d in on_tab) == [
-        "tab-analyze", "tab-analyze", "tab-generate", "tab-generate", "tab-space", "tab-tokenizer", "tab-train",
-        "tab-train"]
+        "tab-analyze", "tab-analyze", "tab-analyze", "tab-generate", "tab-generate", "tab-space", "tab-tokenizer",
+        "tab-train", "tab-train"]
     memos = set()
     for dep in on_tab:
         assert ids[dep["outputs"][-1]]["type"] == "state" and dep["inputs"][-1] == dep["outputs"][-1]  # the memo
