@@ -12,6 +12,7 @@ import dataclasses
 import json
 import math
 import time
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -292,7 +293,6 @@ def run_experiment(workspace: Any, settings: Any, checkpoint: str | None, experi
     Stopping (the Stop button cancels this generator) keeps the last yielded partial result on
     screen and in the download files.
     """
-    from playground.analysis.experiments.core import Progress
     from playground.analysis.experiments.runner import iter_experiment, private_copy
 
     if experiment not in EXPERIMENT_LABELS:
@@ -306,32 +306,38 @@ def run_experiment(workspace: Any, settings: Any, checkpoint: str | None, experi
         yield from _run_pair(workspace, settings, private, second, experiment, options, folder, progress)
         return
     gen = iter_experiment(experiment, private, options, workspace, caps=settings.caps)
-    last_yield = 0.0
-    result = None
     t0 = time.perf_counter()
     starting = f"Running: {EXPERIMENT_LABELS[experiment]} on {options.n} example{'s' if options.n != 1 else ''}, starting…"
     yield ExperimentView(starting)
-    while True:
-        try:
-            event: Progress = next(gen)
-        except StopIteration as done:
-            result = done.value
-            break
-        now = time.perf_counter()
-        eta = eta_text(now - t0, event.done, event.total, event.elapsed_s)
-        if progress is not None:
-            progress(event.fraction, desc=f"{event.message} ({eta})")
-        if event.partial is not None:
-            result = event.partial
-        if now - last_yield >= YIELD_EVERY_S:
-            last_yield = now
-            status = f"Running: {event.message} ({eta}). Stop keeps what is finished."
-            yield _render(result, folder, status) if result is not None and result.n_done else ExperimentView(status)
+    result = yield from _streamed(gen, t0, progress, lambda partial, status: _render(partial, folder, status)
+                                  if partial is not None and partial.n_done else ExperimentView(status))
     if result is None:
         raise PlaygroundError("The experiment produced no result.")
     status = (f"Stopped after {result.examples_done} of {result.n_requested}; the numbers cover those." if result.stopped
               else f"Done: {result.examples_done} of {result.n_requested} in {time.perf_counter() - t0:.1f} s.")
     yield _render(result, folder, status)
+
+
+def _streamed(gen: Any, t0: float, progress: Any,
+              render: Callable[[Any, str], ExperimentView]) -> Generator[ExperimentView, None, Any]:
+    """Drive an experiment's event stream: the progress bar at every event, the result area
+    (`render(partial result or None, status line)`) at most every YIELD_EVERY_S; returns the
+    stream's final value."""
+    last_yield, partial = 0.0, None
+    while True:
+        try:
+            event = next(gen)  # a playground.analysis.experiments.core.Progress
+        except StopIteration as done:
+            return done.value
+        now = time.perf_counter()
+        eta = eta_text(now - t0, event.done, event.total, event.elapsed_s)
+        if progress is not None:
+            progress(event.fraction, desc=f"{event.message} ({eta})")
+        if event.partial is not None:
+            partial = event.partial
+        if now - last_yield >= YIELD_EVERY_S:
+            last_yield = now
+            yield render(partial, f"Running: {event.message} ({eta}). Stop keeps what is finished.")
 
 
 def pair_bundles(workspace: Any, settings: Any, first: Any, second: str, options: Any) -> tuple[list[Any], Any]:
@@ -353,25 +359,11 @@ def _run_pair(workspace: Any, settings: Any, first: Any, second: str, experiment
     bundles, options = pair_bundles(workspace, settings, first, second, options)
     check_pair(experiment, bundles, options)  # refused before the "Running" line
     gen = iter_pair(experiment, bundles, options, workspace, caps=settings.caps)
-    t0, last_yield, pair = time.perf_counter(), 0.0, None
+    t0 = time.perf_counter()
     yield ExperimentView(f"Running: {EXPERIMENT_LABELS[experiment]} on {first.name} and {second}, "
                          f"{options.n} example{'s' if options.n != 1 else ''} each, starting…")
-    while True:
-        try:
-            event = next(gen)
-        except StopIteration as done:
-            pair = done.value
-            break
-        now = time.perf_counter()
-        eta = eta_text(now - t0, event.done, event.total, event.elapsed_s)
-        if progress is not None:
-            progress(event.fraction, desc=f"{event.message} ({eta})")
-        if event.partial is not None:
-            pair = event.partial
-        if now - last_yield >= YIELD_EVERY_S:
-            last_yield = now
-            status = f"Running: {event.message} ({eta}). Stop keeps what is finished."
-            yield _render_pair(pair, folder, status) if pair is not None else ExperimentView(status)
+    pair = yield from _streamed(gen, t0, progress, lambda partial, status: _render_pair(partial, folder, status)
+                                if partial is not None else ExperimentView(status))
     done = [r.examples_done if r is not None else 0 for r in pair.results]
     status = (f"Stopped: {done[0]} + {done[1]} examples finished; the numbers cover those. " if pair.stopped
               else f"Done: {done[0]} examples on each model in {time.perf_counter() - t0:.1f} s. ") + pair_note(pair)

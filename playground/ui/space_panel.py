@@ -8,7 +8,7 @@ import gradio as gr
 import pandas as pd
 
 from playground.errors import NotFoundError, PlaygroundError
-from playground.hub_share import prepare, upload
+from playground.hub_share import HubFolder, prepare, upload
 from playground.spaces import ReadOnlyError, UserSpace, shared_owner, space_rows
 from playground.ui import import_box
 from playground.ui.context import AppContext
@@ -97,12 +97,17 @@ def refresh(space: UserSpace) -> pd.DataFrame:
     return space_table(space)
 
 
+def _hub_ready(space: UserSpace, label: str | None, name: str | None) -> HubFolder:
+    """The entry's Hub-ready folder (playground.hub_share) in this session's scratch space."""
+    kind = _kind(label)[:-1]
+    name = validate_name(name or "")
+    return prepare(space, kind, name, space.scratch_dir("hub-") / name)
+
+
 def hub_folder(space: UserSpace, label: str | None, name: str | None):
-    """(zip of the Hub-ready folder, status): the entry's card, curves and files
-    (playground.hub_share), in this session's scratch space, as one download."""
+    """(zip of the Hub-ready folder, status): the entry's card, curves and files, as one download."""
     try:
-        kind = _kind(label)[:-1]
-        folder = prepare(space, kind, validate_name(name or ""), space.scratch_dir("hub-") / (name or ""))
+        folder = _hub_ready(space, label, name)
     except PlaygroundError as exc:
         return gr.skip(), problem("prepare the Hub folder", exc)
     archive = shutil.make_archive(str(folder.path), "zip", root_dir=folder.path)
@@ -115,9 +120,7 @@ def hub_upload(space: UserSpace, label: str | None, name: str | None, repo: str 
     the status line says where it went or why not (offline, a refused token). The token is used
     for this request only: never stored, logged or sent back."""
     try:
-        kind = _kind(label)[:-1]
-        folder = prepare(space, kind, validate_name(name or ""), space.scratch_dir("hub-") / (name or ""))
-        url = upload(folder, (repo or "").strip(), token=(token or "").strip() or None)
+        url = upload(_hub_ready(space, label, name), (repo or "").strip(), token=(token or "").strip() or None)
     except PlaygroundError as exc:
         return problem("upload", exc)
     return f"Uploaded {label} {name!r} to {url} (private: make it public on the Hub when you want)."

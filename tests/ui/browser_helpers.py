@@ -9,6 +9,7 @@ import pytest
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 HAVE_CHROMIUM = Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()
+LAPTOP = "1366,768"  # headless Chromium leaves a 1366x625 viewport, what a student's browser shows
 BROWSER_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-dev-shm-usage", "--disable-component-update", "--no-first-run",
                  "--window-size=1400,1000")

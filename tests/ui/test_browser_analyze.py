@@ -2,21 +2,11 @@
 progress line in view and scrolls the results (below the form) into the window."""
 from __future__ import annotations
 
-import pytest
 
-from tests.ui.browser_helpers import BROWSER, new_browser, open_app, open_tab
+from tests.ui.browser_helpers import BROWSER, open_app, open_tab
 from tests.ui.test_browser_handoff import value_of
 
 pytestmark = BROWSER
-
-
-@pytest.fixture(scope="module")
-def laptop():
-    driver = new_browser("1366,768")
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def _top(driver, elem_id: str) -> float:

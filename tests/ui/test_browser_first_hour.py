@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import uuid
 
-import pytest
 
 from playground.lessons import all_lessons
 
-from tests.ui.browser_helpers import BROWSER, new_browser, open_app, open_tab, text_of
+from tests.ui.browser_helpers import BROWSER, open_app, open_tab, text_of
 from tests.ui.test_browser_handoff import (
     choose,
     error_panels,
@@ -16,17 +15,6 @@ from tests.ui.test_browser_handoff import (
 )
 
 pytestmark = BROWSER
-LAPTOP = "1366,768"  # headless Chromium leaves a 1366x625 viewport, what a student's browser shows
-
-
-@pytest.fixture(scope="module")
-def laptop():
-    """One Chromium with a laptop's window for this module."""
-    driver = new_browser(LAPTOP)
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def shown(driver, elem_id: str) -> bool:

@@ -6,22 +6,12 @@ from __future__ import annotations
 
 import uuid
 
-import pytest
 
 from playground.ui.analyze_tab import RESTORED_NOTE
-from tests.ui.browser_helpers import BROWSER, new_browser, open_app, open_tab, text_of
+from tests.ui.browser_helpers import BROWSER, open_app, open_tab, text_of
 from tests.ui.test_browser_train import SMALL_MODEL, _loss_range, _set_number, _status_step, _type_fast, _wait
 
 pytestmark = BROWSER
-
-
-@pytest.fixture(scope="module")
-def laptop():
-    driver = new_browser("1366,768")
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def _value(driver, css: str) -> str:
