@@ -22,6 +22,7 @@ from huggingface_hub import constants as hub_constants
 from huggingface_hub.errors import HFValidationError
 from huggingface_hub.utils import validate_repo_id
 
+from playground.analysis.experiments.record import RECORD_DIR, read_records, records_markdown
 from playground.bundle import read_metrics_csv
 from playground.config import list_presets, load_preset
 from playground.errors import ConfigError, PlaygroundError
@@ -71,8 +72,10 @@ def _table(header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> str:
     return "\n".join(lines)
 
 
-def model_card(name: str, meta: Mapping[str, Any], rows: list[dict[str, Any]], has_curves: bool) -> str:
-    """The README.md of a trained model: front matter for the Hub, then what it is and what it reached."""
+def model_card(name: str, meta: Mapping[str, Any], rows: list[dict[str, Any]], has_curves: bool,
+               records: list[dict[str, Any]] | None = None) -> str:
+    """The README.md of a trained model: front matter for the Hub, then what it is and what it reached,
+    and the debate's experiments run on it (`records`, from playground.analysis.experiments.record)."""
     run = meta.get("run") or {}
     family = str(meta.get("family") or "?")
     changes = changed_from_preset(meta)
@@ -109,6 +112,10 @@ def model_card(name: str, meta: Mapping[str, Any], rows: list[dict[str, Any]], h
     ]
     if has_curves:
         parts += ["## Curves", "", f"![Loss curves]({CURVES_IMAGE})", ""]
+    if records:
+        parts += ["## Is its attention an explanation? The experiments run on it", "",
+                  "Run in the playground's Analyze tab (Experiments) on held-out examples; the JSON of each is in "
+                  f"`{RECORD_DIR}/`.", "", records_markdown(records)]
     parts += ["## Use it", "",
               "Put this folder under a playground workspace's `models/` and open it in Generate or Analyze, or "
               f"`python -m playground --workspace WORKSPACE generate {name} --prompt ...`. Every number above is in "
@@ -183,7 +190,13 @@ def prepare(workspace: Any, kind: str, name: str, out: Path) -> HubFolder:
         rows, log = read_metrics_csv(src / "metrics.csv"), read_metrics_csv(src / TRAIN_LOG)
         drew = curves_image(log, rows, out / CURVES_IMAGE)
         files += [CURVES_IMAGE] if drew else []
-        card = model_card(name, meta, rows, drew)
+        records = read_records(src)
+        if records:
+            (out / RECORD_DIR).mkdir()
+            for r in records:  # rewritten from the parsed record: only what read_records accepted travels
+                (out / RECORD_DIR / f"{r['experiment']}.json").write_text(json.dumps(r, indent=1), encoding="utf-8")
+            files.append(RECORD_DIR)
+        card = model_card(name, meta, rows, drew, records)
     else:
         files = [f for f in TOKENIZER_FILES if (src / f).is_file()]
         for f in files:

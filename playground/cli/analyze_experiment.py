@@ -31,6 +31,7 @@ import pandas as pd
 from playground.analysis.experiments import jain_wallace as jw
 from playground.analysis.experiments.core import ExperimentResult
 from playground.analysis.experiments.pair import PairResult, iter_pair, pair_note
+from playground.analysis.experiments.record import record_if_own
 from playground.analysis.experiments.runner import (
     EXPERIMENTS,
     ExperimentOptions,
@@ -182,6 +183,9 @@ def run(args: argparse.Namespace) -> int:
         return _run_pair(args, bundle, options, workspace, printer)
     result = _drive(iter_experiment(args.name, bundle, options, workspace), printer)
     print(format_result(result))
+    kept = record_if_own(workspace, bundle.name, bundle.path, result)
+    if kept is not None:
+        print(f"kept with the model for its card: {kept}")
     if args.out:
         path = Path(args.out)
         path.parent.mkdir(parents=True, exist_ok=True)

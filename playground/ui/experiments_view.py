@@ -293,6 +293,7 @@ def run_experiment(workspace: Any, settings: Any, checkpoint: str | None, experi
     Stopping (the Stop button cancels this generator) keeps the last yielded partial result on
     screen and in the download files.
     """
+    from playground.analysis.experiments.record import record_if_own
     from playground.analysis.experiments.runner import iter_experiment, private_copy
 
     if experiment not in EXPERIMENT_LABELS:
@@ -315,6 +316,8 @@ def run_experiment(workspace: Any, settings: Any, checkpoint: str | None, experi
         raise PlaygroundError("The experiment produced no result.")
     status = (f"Stopped after {result.examples_done} of {result.n_requested}; the numbers cover those." if result.stopped
               else f"Done: {result.examples_done} of {result.n_requested} in {time.perf_counter() - t0:.1f} s.")
+    if record_if_own(workspace, bundle.name, bundle.path, result) is not None:
+        status += " Kept with the model for its card (My space → Share to the Hub)."
     yield _render(result, folder, status)
 
 

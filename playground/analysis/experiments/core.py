@@ -76,12 +76,12 @@ class Progress:
 ProgressFn = Callable[[Progress], None]
 
 
-def _clean(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
     """JSON-safe copy: numpy/torch scalars and arrays to Python, NaN/inf to None."""
     if isinstance(value, Tensor):
         value = value.detach().cpu().numpy()
     if isinstance(value, np.ndarray):
-        return [_clean(v) for v in value.tolist()]
+        return [json_safe(v) for v in value.tolist()]
     if isinstance(value, (np.floating, float)):
         f = float(value)
         return f if math.isfinite(f) else None
@@ -90,9 +90,9 @@ def _clean(value: Any) -> Any:
     if isinstance(value, np.bool_):
         return bool(value)
     if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
+        return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
+        return [json_safe(v) for v in value]
     return value
 
 
@@ -128,7 +128,7 @@ class ExperimentResult:
 
     def to_dict(self) -> dict[str, Any]:
         """Everything as plain JSON data."""
-        return _clean({
+        return json_safe({
             "experiment": self.experiment,
             "settings": self.settings,
             "n_requested": self.n_requested,
