@@ -10,6 +10,7 @@ read back defensively (a damaged or oversized file is skipped, never trusted).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import tempfile
@@ -18,6 +19,9 @@ from typing import Any
 
 from playground.analysis.experiments.core import ExperimentResult, json_safe
 from playground.analysis.experiments.summary import summarize
+from playground.errors import PlaygroundError
+
+log = logging.getLogger("playground.analysis.experiments.record")
 
 RECORD_DIR = "experiments"
 MAX_RECORD_BYTES = 256 * 1024  # a summary and a few dozen aggregates; anything bigger is not ours
@@ -62,16 +66,21 @@ def save_record(model_dir: Path, result: ExperimentResult) -> Path:
 
 def record_if_own(workspace: Any, name: str, model_dir: Path, result: ExperimentResult) -> Path | None:
     """Save the record when `name` is one of the workspace's own models at `model_dir` and the run
-    finished; None otherwise (library models are read-only, a stopped run is partial)."""
+    finished; None otherwise (library models are read-only, a stopped run is partial, a disk that
+    refuses the write is logged)."""
     if workspace is None or result.stopped or not result.examples_done:
         return None
     try:
         entry = workspace.get("models", name)
-    except Exception:  # noqa: BLE001 - a bundle folder outside the workspace: nothing to attach it to
+    except PlaygroundError:  # a bundle folder outside the workspace: nothing to attach it to
         return None
     if entry.origin != "own" or Path(entry.path).resolve() != Path(model_dir).resolve():
         return None
-    return save_record(Path(model_dir), result)
+    try:
+        return save_record(Path(model_dir), result)
+    except OSError as exc:  # a full or read-only disk never fails the finished experiment itself
+        log.warning("could not keep the %s record with %s: %s", result.experiment, model_dir, exc)
+        return None
 
 
 def read_records(model_dir: Path) -> list[dict[str, Any]]:
